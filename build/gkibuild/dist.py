@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Dist stage: assemble out/dist (or out/dist-<variant>) in a temporary
+folder and move it into place at the end, so a failed build never leaves a
+half-written dist."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from kernel import Kernel
+from modules import ExtModule
+
+
+def _tar_headers(include: Path, dest: Path) -> None:
+	"""A reproducible tarball: sorted names, no owners, fixed times."""
+	buf = io.BytesIO()
+	with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as tar:
+		for p in sorted(include.rglob('*')):
+			if p.name.startswith('.'):
+				continue
+			ti = tar.gettarinfo(str(p), arcname=str(Path('include') / p.relative_to(include)))
+			ti.uid = ti.gid = 0
+			ti.uname = ti.gname = ''
+			ti.mtime = 0
+			if ti.isreg():
+				with p.open('rb') as f:
+					tar.addfile(ti, f)
+			else:
+				tar.addfile(ti)
+	with dest.open('wb') as raw, gzip.GzipFile(fileobj=raw, mode='wb', mtime=0,
+						   filename='') as gz:
+		gz.write(buf.getvalue())
+
+
+def assemble(kernel: Kernel, headers: Path, ext: dict[ExtModule, list[Path]],
+	     manifest: dict[str, Any]) -> Path:
+	final = kernel.layout.dist(kernel.variant)
+	tmp = final.with_name(final.name + '.tmp')
+	shutil.rmtree(tmp, ignore_errors=True)
+	tmp.mkdir(parents=True)
+	obj = kernel.obj
+	boot = obj / 'arch' / 'arm64' / 'boot'
+	for src, name in ((boot / 'Image', 'Image'), (boot / 'Image.lz4', 'Image.lz4'),
+			  (obj / 'vmlinux', 'vmlinux'), (obj / 'System.map', 'System.map'),
+			  (obj / 'Module.symvers', 'Module.symvers'), (obj / '.config', '.config')):
+		shutil.copy2(src, tmp / name)
+	_tar_headers(headers, tmp / 'kernel-uapi-headers.tar.gz')
+
+	mods = tmp / 'modules'
+	(mods / 'kernel').mkdir(parents=True)
+	for ko in kernel.in_tree_modules():
+		shutil.copy2(ko, mods / 'kernel' / ko.name)
+	for mod, kos in ext.items():
+		d = mods / mod.kind / mod.name
+		d.mkdir(parents=True)
+		for ko in kos:
+			shutil.copy2(ko, d / ko.name)
+		uapi = mod.src / 'include' / 'uapi'
+		if uapi.is_dir():
+			shutil.copytree(uapi, tmp / 'include' / 'uapi', dirs_exist_ok=True)
+
+	manifest['files'] = sorted(str(p.relative_to(tmp)) for p in tmp.rglob('*') if p.is_file())
+	(tmp / 'manifest.json').write_text(json.dumps(manifest, indent=2, sort_keys=True) + '\n')
+
+	old = final.with_name(final.name + '.old')
+	shutil.rmtree(old, ignore_errors=True)
+	if final.exists():
+		os.rename(final, old)
+	os.rename(tmp, final)
+	shutil.rmtree(old, ignore_errors=True)
+	return final

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Kernel stage: configure and build Image, Image.lz4, vmlinux, in-tree
+modules and the UAPI headers in out/<variant>/obj."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import kconfig
+import toolchain
+from layout import Layout, Variant
+from util import run_logged, sha256_text, write_if_changed
+
+
+class Kernel:
+	def __init__(self, layout: Layout, variant: Variant, env: dict[str, str], jobs: int):
+		self.layout = layout
+		self.variant = variant
+		self.env = env
+		self.jobs = jobs
+		self.obj = layout.obj(variant)
+		self.log = layout.log(variant, 'kernel')
+
+	def make(self, *targets: str, extra: list[str] | None = None, what: str = 'make') -> None:
+		cmd = ['make', '-C', str(self.layout.src), f'O={self.obj}', f'-j{self.jobs}',
+		       *toolchain.make_vars(self.env, self.layout.src, self.obj), *(extra or []),
+		       *targets]
+		run_logged(cmd, self.log, env=self.env, what=what)
+
+	def configure(self) -> str:
+		"""Write .config; returns its sha256.  Skipped when the fragments
+		and the tree are unchanged since the last run."""
+		self.obj.mkdir(parents=True, exist_ok=True)
+		frags = [self.layout.common / f for f in self.variant.fragments]
+		text = kconfig.merge(frags)
+		fragment = self.obj / 'gki.fragment'
+		config = self.obj / '.config'
+		tree = (self.layout.src.parent / 'stamp.json').read_text()
+		stamp = self.obj / 'gki.config.stamp'
+		digest = sha256_text(text, tree)
+		if not (config.exists() and stamp.exists() and stamp.read_text() == digest):
+			stamp.unlink(missing_ok=True)
+			write_if_changed(fragment, text.encode())
+			self.make('allnoconfig', extra=[f'KCONFIG_ALLCONFIG={fragment}'],
+				  what='make allnoconfig')
+			self.make('olddefconfig', what='make olddefconfig')
+			kconfig.verify(text, config)
+			stamp.write_text(digest)
+		return sha256_text(config.read_bytes())
+
+	def build(self) -> None:
+		self.make('Image', 'Image.lz4', 'modules', what='kernel build')
+
+	def headers(self) -> Path:
+		dest = self.obj / 'uapi'
+		self.make('headers_install', extra=[f'INSTALL_HDR_PATH={dest}'],
+			  what='headers_install')
+		return dest / 'include'
+
+	def release(self) -> str:
+		return (self.obj / 'include' / 'config' / 'kernel.release').read_text().strip()
+
+	def in_tree_modules(self) -> list[Path]:
+		return sorted(p for p in self.obj.rglob('*.ko') if 'uapi' not in p.parts)
+
+
+def default_jobs() -> int:
+	return os.cpu_count() or 1

@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Where everything lives: the repository's inputs and the output folder."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+	"""One kernel configuration, built into its own folder."""
+	name: str
+	fragments: tuple[str, ...]	# relative to common/
+	qemu_mem_mb: int
+	qemu_timeout_s: int
+
+
+VARIANTS = {
+	'release': Variant('release', ('gki.config',), 1024, 300),
+	# KASAN's shadow memory and lockdep need room and time under TCG.
+	'debug': Variant('debug', ('gki.config', 'gki-debug.config'), 2048, 900),
+}
+
+
+def variants(name: str) -> list[Variant]:
+	if name == 'all':
+		return list(VARIANTS.values())
+	return [VARIANTS[name]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+	top: Path
+	out: Path
+
+	@classmethod
+	def default(cls) -> 'Layout':
+		out = Path(os.environ.get('GKI_OUT') or TOP / 'out').resolve()
+		return cls(TOP, out)
+
+	# Inputs
+	@property
+	def common(self) -> Path:
+		return self.top / 'common'
+
+	@property
+	def vendor_modules(self) -> Path:
+		return self.top / 'vendor_modules'
+
+	@property
+	def qemu(self) -> Path:
+		return self.top / 'qemu'
+
+	# Outputs
+	@property
+	def src(self) -> Path:
+		"""The extracted, patched kernel tree (shared by all variants)."""
+		return self.out / 'src' / 'linux'
+
+	@property
+	def logs(self) -> Path:
+		return self.out / 'logs'
+
+	def obj(self, v: Variant) -> Path:
+		return self.out / v.name / 'obj'
+
+	def ext(self, v: Variant) -> Path:
+		"""Build folders of external (vendor and test) modules."""
+		return self.out / v.name / 'ext'
+
+	def guest(self, v: Variant) -> Path:
+		return self.out / v.name / 'guest'
+
+	def dist(self, v: Variant) -> Path:
+		return self.out / ('dist' if v.name == 'release' else f'dist-{v.name}')
+
+	def log(self, v: Variant | None, name: str) -> Path:
+		return self.logs / (f'{v.name}-{name}.log' if v else f'{name}.log')

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Modules stage: build every external module (each folder of
+vendor_modules/ with a Kbuild file, and the harness's test module) with
+M= against the GKI's Module.symvers.  Sources are mirrored into the output
+folder first because a 6.12 M= build writes its objects beside them."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import toolchain
+from kernel import Kernel
+from util import run_logged, sync_tree
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtModule:
+	name: str
+	kind: str	# 'vendor' or 'test'
+	src: Path
+
+
+def discover(vendor_dir: Path, test_dirs: list[Path]) -> list[ExtModule]:
+	found = []
+	if vendor_dir.is_dir():
+		for d in sorted(vendor_dir.iterdir()):
+			if (d / 'Kbuild').exists():
+				found.append(ExtModule(d.name, 'vendor', d))
+	for d in test_dirs:
+		if (d / 'Kbuild').exists():
+			found.append(ExtModule(d.name, 'test', d))
+	return found
+
+
+def build(kernel: Kernel, mod: ExtModule) -> list[Path]:
+	"""Build one external module; returns its .ko files."""
+	dest = kernel.layout.ext(kernel.variant) / mod.kind / mod.name
+	sync_tree(mod.src, dest)
+	maps = [(dest, f'/gki/{mod.kind}/{mod.name}')]
+	cmd = ['make', '-C', str(kernel.layout.src), f'O={kernel.obj}', f'M={dest}',
+	       f'-j{kernel.jobs}',
+	       *toolchain.make_vars(kernel.env, kernel.layout.src, kernel.obj, maps), 'modules']
+	run_logged(cmd, kernel.layout.log(kernel.variant, f'module-{mod.name}'),
+		   env=kernel.env, what=f'{mod.kind} module {mod.name}')
+	return sorted(dest.rglob('*.ko'))

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Source stage: check the installed tarball against common/source.pin,
+extract it under out/src/ and apply the patch series."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import patches
+from layout import Layout
+from util import GkiError, capture, info, run_logged, sha256_file, sha256_text, write_if_changed
+
+
+@dataclasses.dataclass(frozen=True)
+class Pin:
+	package: str
+	version: str
+	tarball: Path
+	sha256: str
+
+
+def load_pin(path: Path) -> Pin:
+	fields = {}
+	for n, line in enumerate(path.read_text().splitlines(), 1):
+		line = line.strip()
+		if not line or line.startswith('#'):
+			continue
+		key, sep, value = line.partition('=')
+		if not sep:
+			raise GkiError(f'{path}:{n}: expected key=value, got {line!r}')
+		fields[key.strip()] = value.strip()
+	try:
+		return Pin(fields['package'], fields['version'], Path(fields['tarball']),
+			   fields['sha256'])
+	except KeyError as e:
+		raise GkiError(f'{path}: missing key {e}') from None
+
+
+def installed_version(package: str) -> str:
+	return capture(['dpkg-query', '-W', '-f', '${Version}', package]).strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+	"""What was actually built from: recorded in the manifest."""
+	package: str
+	version: str
+	sha256: str
+	pinned: bool
+	tarball: Path
+
+
+def check_pin(pin: Pin, accept_update: bool, version: str | None = None,
+	      sha256: str | None = None) -> Source:
+	"""Compare the installed source with the pin; an update stops the build
+	unless the caller accepts it."""
+	if not pin.tarball.exists():
+		raise GkiError(f'{pin.tarball} is missing; install {pin.package}')
+	version = version if version is not None else installed_version(pin.package)
+	sha256 = sha256 if sha256 is not None else sha256_file(pin.tarball)
+	pinned = version == pin.version and sha256 == pin.sha256
+	if not pinned:
+		msg = (f'installed {pin.package} is {version} (sha256 {sha256[:16]}...), '
+		       f'common/source.pin says {pin.version} ({pin.sha256[:16]}...)')
+		if not accept_update:
+			raise GkiError(msg + '; to build it anyway pass --accept-source-update '
+				       'or set GKI_ACCEPT_SOURCE_UPDATE=1 (see BUILD.md)')
+		info(msg + '; building it because the update was accepted')
+	return Source(pin.package, version, sha256, pinned, pin.tarball)
+
+
+def prepare(layout: Layout, src: Source, log: Path) -> list[dict[str, str]]:
+	"""Extract a pristine tree and apply the series, unless the tree already
+	matches the tarball and the series.  Returns the applied patches."""
+	pdir = layout.common / 'patches'
+	series = patches.read_series(pdir / 'series')
+	for p in series:
+		patches.check_subject(pdir / p.name)
+	digest = sha256_text(src.sha256, *(p.name + (pdir / p.name).read_text() for p in series))
+	stamp = layout.src.parent / 'stamp.json'
+	applied = [{'name': p.name, 'subject': patches.subject(pdir / p.name)} for p in series]
+	state = {'digest': digest, 'patches': applied}
+	try:
+		if json.loads(stamp.read_text())['digest'] == digest and layout.src.is_dir():
+			return applied
+	except (OSError, ValueError, KeyError):
+		pass
+
+	stamp.unlink(missing_ok=True)
+	tmp = layout.src.parent / 'extract.tmp'
+	shutil.rmtree(tmp, ignore_errors=True)
+	tmp.mkdir(parents=True)
+	run_logged(['tar', '-xf', str(src.tarball), '-C', str(tmp)], log, what='tar')
+	tops = [d for d in tmp.iterdir() if d.is_dir()]
+	if len(tops) != 1:
+		raise GkiError(f'{src.tarball}: expected one top folder, found {len(tops)}')
+	patches.apply_series(tops[0], pdir, series)
+	shutil.rmtree(layout.src, ignore_errors=True)
+	tops[0].rename(layout.src)
+	shutil.rmtree(tmp)
+	write_if_changed(stamp, json.dumps(state, indent=1).encode())
+	return applied
+

@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The pinned LLVM toolchain and the sanitized build environment."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from util import GkiError, capture
+
+LLVM_MAJOR = 19
+LLVM_BIN = Path(f'/usr/lib/llvm-{LLVM_MAJOR}/bin')
+
+# Fixed identity so two builds of the same inputs are bit-identical.
+BUILD_IDENTITY = {
+	'KBUILD_BUILD_USER': 'gki',
+	'KBUILD_BUILD_HOST': 'gki-builder',
+	'KBUILD_BUILD_TIMESTAMP': 'Thu Jan  1 00:00:00 UTC 2026',
+	'KBUILD_BUILD_VERSION': '1',
+}
+
+# Debug info records paths; map the output-dependent ones to fixed names.
+# No trailing '/' on the directories: the map must match the compile
+# directory itself.
+SRC_MAP = '/gki/src'
+OBJ_MAP = '/gki/obj'
+
+
+def ccache_dir() -> Path:
+	default = Path(os.environ.get('HOME') or '/root') / '.cache' / 'gki-ccache'
+	return Path(os.environ.get('GKI_CCACHE_DIR') or default)
+
+
+def hermetic_env(use_ccache: bool = True) -> dict[str, str]:
+	"""The whole environment of every compiler and make run: nothing from
+	the caller's environment leaks in."""
+	env = {
+		'PATH': f'{LLVM_BIN}:/usr/sbin:/usr/bin:/sbin:/bin',
+		'LC_ALL': 'C',
+		'TZ': 'UTC',
+		'HOME': '/nonexistent',
+		# setlocalversion appends '+' when LOCALVERSION is unset.
+		'LOCALVERSION': '',
+		**BUILD_IDENTITY,
+	}
+	if use_ccache and shutil.which('ccache', path=env['PATH']):
+		env.update({
+			'CCACHE_DIR': str(ccache_dir()),
+			# Paths are mapped by -ffile-prefix-map, so the compile
+			# directory need not be part of the hash.
+			'CCACHE_NOHASHDIR': '1',
+			# A re-extracted tree has new header mtimes.
+			'CCACHE_SLOPPINESS': 'include_file_mtime,include_file_ctime',
+			'CCACHE_MAXSIZE': '5G',
+		})
+	else:
+		env['CCACHE_DISABLE'] = '1'
+	return env
+
+
+def prefix_map_flags(pairs: list[tuple[Path, str]]) -> str:
+	return ' '.join(f'-ffile-prefix-map={src}={dst}' for src, dst in pairs)
+
+
+def make_vars(env: dict[str, str], src: Path, obj: Path,
+	      extra_maps: list[tuple[Path, str]] | None = None) -> list[str]:
+	"""make command-line variables for a kernel or external-module build."""
+	maps = prefix_map_flags([(src, SRC_MAP), (obj, OBJ_MAP)] + (extra_maps or []))
+	cc = 'clang' if 'CCACHE_DISABLE' in env else 'ccache clang'
+	return ['ARCH=arm64', 'LLVM=1', f'CC={cc}', f'KCFLAGS={maps}', f'KAFLAGS={maps}']
+
+
+def _version(tool: str, env: dict[str, str]) -> str:
+	out = capture([tool, '--version'], env=env)
+	m = re.search(r'(?:LLD|version) (\d+)\.(\d+)\.(\d+)', out)
+	if not m:
+		raise GkiError(f'cannot read the version of {tool}')
+	return '.'.join(m.groups())
+
+
+def check(env: dict[str, str]) -> dict[str, str]:
+	"""Return the toolchain versions; stop when the major is not pinned."""
+	versions = {}
+	for tool in ('clang', 'ld.lld', 'llvm-objcopy'):
+		path = shutil.which(tool, path=env['PATH'])
+		if not path:
+			raise GkiError(f'{tool} not found in {LLVM_BIN}; install clang-{LLVM_MAJOR}, '
+				       f'lld-{LLVM_MAJOR} and llvm-{LLVM_MAJOR}')
+		versions[tool] = _version(path, env)
+		major = int(versions[tool].split('.')[0])
+		if major != LLVM_MAJOR:
+			raise GkiError(f'{path} is LLVM {major}, the build is pinned to '
+				       f'LLVM {LLVM_MAJOR}')
+	return versions

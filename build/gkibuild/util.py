@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Small helpers shared by every stage: errors, progress lines, commands."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+
+class GkiError(Exception):
+	"""A failure the user can act on; main.py prints it as one line."""
+
+
+def info(msg: str) -> None:
+	print(f'gki: {msg}', flush=True)
+
+
+class StageTimer:
+	"""Prints one progress line per stage with its duration and keeps the
+	durations for the dist manifest."""
+
+	def __init__(self) -> None:
+		self.timings: dict[str, float] = {}
+
+	@contextlib.contextmanager
+	def stage(self, name: str, what: str = '') -> Iterator[None]:
+		start = time.monotonic()
+		ok = False
+		try:
+			yield
+			ok = True
+		finally:
+			secs = time.monotonic() - start
+			self.timings[name] = round(secs, 2)
+			state = 'done' if ok else 'FAILED'
+			label = f'{name} ({what})' if what else name
+			print(f'[{label:<28}] {state} in {secs:7.1f} s', flush=True)
+
+
+def run_logged(cmd: Sequence[str], log: Path, env: Mapping[str, str] | None = None,
+	       cwd: Path | None = None, what: str = '') -> None:
+	"""Run cmd with stdout and stderr appended to log; on failure raise a
+	GkiError that quotes the last lines and names the log."""
+	log.parent.mkdir(parents=True, exist_ok=True)
+	with log.open('ab') as f:
+		f.write(('\n$ ' + ' '.join(cmd) + '\n').encode())
+		f.flush()
+		rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT,
+				     stdin=subprocess.DEVNULL, env=env, cwd=cwd)
+	if rc != 0:
+		raise GkiError(f'{what or cmd[0]} failed (exit {rc}); last lines:\n'
+			       f'{tail(log, 15)}\nfull log: {log}')
+
+
+def tail(path: Path, lines: int) -> str:
+	try:
+		data = path.read_bytes()[-16384:].decode(errors='replace')
+	except OSError:
+		return ''
+	return '\n'.join('    ' + l for l in data.splitlines()[-lines:])
+
+
+def capture(cmd: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+	try:
+		return subprocess.run(cmd, check=True, capture_output=True, text=True,
+				      env=env).stdout
+	except (OSError, subprocess.CalledProcessError) as e:
+		raise GkiError(f'cannot run {cmd[0]}: {e}') from e
+
+
+def sha256_file(path: Path) -> str:
+	h = hashlib.sha256()
+	with path.open('rb') as f:
+		for chunk in iter(lambda: f.read(1 << 20), b''):
+			h.update(chunk)
+	return h.hexdigest()
+
+
+def sha256_text(*parts: str | bytes) -> str:
+	h = hashlib.sha256()
+	for p in parts:
+		h.update(p.encode() if isinstance(p, str) else p)
+		h.update(b'\0')
+	return h.hexdigest()
+
+
+def write_if_changed(path: Path, data: bytes) -> bool:
+	"""Write data unless path already holds it; keeps mtimes stable so make
+	does not rebuild what did not change."""
+	try:
+		if path.read_bytes() == data:
+			return False
+	except OSError:
+		pass
+	path.parent.mkdir(parents=True, exist_ok=True)
+	tmp = path.with_name(path.name + '.tmp')
+	tmp.write_bytes(data)
+	os.replace(tmp, path)
+	return True
+
+
+def sync_tree(src: Path, dst: Path) -> None:
+	"""Mirror src into dst, copying only files whose content changed and
+	removing files that src no longer has (build outputs are kept)."""
+	dst.mkdir(parents=True, exist_ok=True)
+	wanted = set()
+	for p in sorted(src.rglob('*')):
+		rel = p.relative_to(src)
+		wanted.add(rel)
+		if p.is_dir():
+			(dst / rel).mkdir(exist_ok=True)
+		elif write_if_changed(dst / rel, p.read_bytes()):
+			shutil.copymode(p, dst / rel)
+	marker = dst / '.gki-sources'
+	old = set(Path(l) for l in marker.read_text().splitlines()) if marker.exists() else set()
+	for rel in old - wanted:
+		(dst / rel).unlink(missing_ok=True)
+	write_if_changed(marker, ''.join(f'{r}\n' for r in sorted(map(str, wanted))).encode())
+
+
+def die(msg: str) -> None:
+	print(f'gki: error: {msg}', file=sys.stderr, flush=True)
+	sys.exit(1)

@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Boot a GKI in qemu-system-aarch64 under TCG and capture its console."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import selectors
+import subprocess
+import time
+from pathlib import Path
+
+# Machine settings are data, as in kunit.py's qemu_configs.
+QEMU = 'qemu-system-aarch64'
+MACHINE = ['-M', 'virt', '-cpu', 'max,pauth-impdef=on', '-smp', '2',
+	   '-accel', 'tcg,thread=multi']
+# loglevel=5: warnings and errors reach the console (and the error scan),
+# chatty info lines do not interleave with the KTAP output.
+CMDLINE = 'console=ttyAMA0 panic=-1 loglevel=5 printk.time=1 rdinit=/init'
+
+DONE = 'GKI-HARNESS: done'
+NEXT_BOOT = 'GKI-HARNESS: next-boot'
+
+
+@dataclasses.dataclass
+class Boot:
+	console: str
+	log: Path
+	seconds: float
+	timed_out: bool
+	first_ktap_s: float | None
+
+	@property
+	def finished(self) -> bool:
+		return DONE in self.console
+
+	@property
+	def wants_next_boot(self) -> bool:
+		return NEXT_BOOT in self.console
+
+
+def command(image: Path, initrd: Path, mem_mb: int, cmdline: str,
+	    scratch: Path | None, interactive: bool = False) -> list[str]:
+	cmd = [QEMU, *MACHINE, '-m', str(mem_mb), '-kernel', str(image),
+	       '-initrd', str(initrd), '-append', f'{CMDLINE} {cmdline}'.strip(),
+	       '-no-reboot', '-net', 'none']
+	if interactive:
+		cmd += ['-nographic']
+	else:
+		cmd += ['-display', 'none', '-monitor', 'none', '-serial', 'stdio']
+	if scratch:
+		cmd += ['-drive', f'file={scratch},format=raw,if=none,id=scratch',
+			'-device', 'virtio-blk-device,drive=scratch']
+	return cmd
+
+
+def run(cmd: list[str], log: Path, timeout_s: float) -> Boot:
+	"""Run QEMU, copying its console to log as it arrives; kill it when it
+	has not powered off after timeout_s."""
+	log.parent.mkdir(parents=True, exist_ok=True)
+	start = time.monotonic()
+	first_ktap = None
+	chunks: list[bytes] = []
+	timed_out = False
+	with log.open('wb') as f:
+		f.write(('# ' + ' '.join(cmd) + '\n').encode())
+		proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+					stderr=subprocess.STDOUT)
+		assert proc.stdout
+		os.set_blocking(proc.stdout.fileno(), False)
+		sel = selectors.DefaultSelector()
+		sel.register(proc.stdout, selectors.EVENT_READ)
+		while True:
+			left = timeout_s - (time.monotonic() - start)
+			if left <= 0:
+				timed_out = True
+				proc.kill()
+				break
+			if not sel.select(timeout=min(left, 1.0)):
+				continue
+			data = proc.stdout.read()
+			if not data:
+				break
+			chunks.append(data)
+			f.write(data)
+			f.flush()
+			if first_ktap is None and b'KTAP version 1' in b''.join(chunks[-2:]):
+				first_ktap = time.monotonic() - start
+		proc.wait()
+		sel.close()
+	console = b''.join(chunks).decode(errors='replace')
+	return Boot(console, log, time.monotonic() - start, timed_out, first_ktap)
+
+
+def interactive(cmd: list[str]) -> int:
+	return subprocess.call(cmd)

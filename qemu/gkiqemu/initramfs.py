@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The guest userland: static arm64 test programs built with the pinned
+clang and lld against Debian's arm64 sysroot, and the initramfs holding
+them, busybox, /init and the modules from dist."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import toolchain
+from layout import Layout, Variant
+from util import GkiError, run_logged, write_if_changed
+
+# clang finds the sysroot of libc6-dev-arm64-cross and the gcc runtime of
+# libgcc-12-dev-arm64-cross by the target triple.
+TARGET_CFLAGS = ['--target=aarch64-linux-gnu', '-fuse-ld=lld', '-static', '-O2', '-g',
+		 '-Wall', '-Werror', '-D_GNU_SOURCE', '-pthread']
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+	name: str
+	src: Path	# a .c file, or an executable script copied as is
+
+
+def discover(layout: Layout, kind: str) -> list[Program]:
+	"""Programs of a kind ('suites' or 'bench'): qemu/<kind>/ and each
+	vendor module's <kind>/ folder (tests for suites)."""
+	dirs = [layout.qemu / kind]
+	sub = 'tests' if kind == 'suites' else kind
+	if layout.vendor_modules.is_dir():
+		dirs += sorted(d / sub for d in layout.vendor_modules.iterdir())
+	progs = []
+	for d in dirs:
+		if not d.is_dir():
+			continue
+		for p in sorted(d.iterdir()):
+			if p.suffix == '.c':
+				progs.append(Program(p.stem, p))
+			elif p.is_file() and os.access(p, os.X_OK):
+				progs.append(Program(p.name, p))
+	names = [p.name for p in progs]
+	dups = sorted({n for n in names if names.count(n) > 1})
+	if dups:
+		raise GkiError(f'guest programs with the same name: {", ".join(dups)}')
+	return progs
+
+
+def _stale(out: Path, dep_file: Path) -> bool:
+	"""True unless out is newer than every file the .d file lists."""
+	if not out.exists() or not dep_file.exists():
+		return True
+	deps = dep_file.read_text().replace('\\\n', ' ').split(':', 1)[-1].split()
+	mtime = out.stat().st_mtime_ns
+	return any(not Path(d).exists() or Path(d).stat().st_mtime_ns > mtime for d in deps)
+
+
+def include_flags(layout: Layout, uapi: Path) -> list[str]:
+	flags = ['-isystem', str(uapi),
+		 '-I', str(layout.src / 'tools' / 'testing' / 'selftests'),
+		 '-I', str(layout.qemu / 'include')]
+	if layout.vendor_modules.is_dir():
+		for d in sorted(layout.vendor_modules.glob('*/include/uapi')):
+			flags += ['-isystem', str(d)]
+	return flags
+
+
+def compile_programs(layout: Layout, uapi: Path, progs: list[Program]) -> dict[str, Path]:
+	"""Compile (or copy) each program into out/guest/bin; returns name->path."""
+	env = toolchain.hermetic_env(use_ccache=False)
+	outdir = layout.out / 'guest' / 'bin'
+	outdir.mkdir(parents=True, exist_ok=True)
+	log = layout.log(None, 'guest-programs')
+	built = {}
+	for p in progs:
+		out = outdir / p.name
+		if p.src.suffix != '.c':
+			write_if_changed(out, p.src.read_bytes())
+			out.chmod(0o755)
+		else:
+			dep = outdir / f'{p.name}.d'
+			if _stale(out, dep):
+				run_logged(['clang', *TARGET_CFLAGS, *include_flags(layout, uapi),
+					    '-MD', '-MF', str(dep), '-o', str(out), str(p.src)],
+					   log, env=env, what=f'compiling {p.src.name}')
+		built[p.name] = out
+	return built
+
+
+def busybox(layout: Layout) -> Path:
+	path = layout.out / 'guest-pkgs' / 'busybox-static' / 'bin' / 'busybox'
+	if not path.exists():
+		raise GkiError(f'{path} is missing; build/deps.sh unpacks it (run ./build/gki build)')
+	return path
+
+
+def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path],
+	       lists: dict[str, list[str]]) -> Path:
+	"""Write the initramfs for variant v with gen_init_cpio; lists maps
+	/etc/gki/<mode> to the command lines /init runs in that mode."""
+	gdir = layout.guest(v)
+	gdir.mkdir(parents=True, exist_ok=True)
+	spec = ['dir /dev 0755 0 0', 'nod /dev/console 0600 0 0 c 5 1']
+	spec += [f'dir /{d} 0755 0 0' for d in
+		 ('bin', 'sbin', 'proc', 'sys', 'tmp', 'mnt', 'mnt/scratch', 'etc', 'etc/gki',
+		  'tests', 'modules', 'root')]
+	spec += [f'file /bin/busybox {busybox(layout)} 0755 0 0',
+		 f'file /init {layout.qemu / "init"} 0755 0 0']
+	for name, path in sorted(programs.items()):
+		spec.append(f'file /tests/{name} {path} 0755 0 0')
+
+	mods = dist / 'modules'
+	for d in sorted(p for p in mods.rglob('*') if p.is_dir()):
+		spec.append(f'dir /modules/{d.relative_to(mods)} 0755 0 0')
+	for ko in sorted(mods.rglob('*.ko')):
+		spec.append(f'file /modules/{ko.relative_to(mods)} {ko} 0644 0 0')
+
+	etc = gdir / 'etc'
+	release = json.loads((dist / 'manifest.json').read_text())['kernel_release']
+	files = {'kernel.release': release + '\n', 'variant': v.name + '\n'}
+	files.update({mode: ''.join(c + '\n' for c in cmds) for mode, cmds in lists.items()})
+	for name, text in files.items():
+		write_if_changed(etc / name, text.encode())
+		spec.append(f'file /etc/gki/{name} {etc / name} 0644 0 0')
+
+	spec_file = gdir / 'initramfs.list'
+	spec_file.write_text('\n'.join(spec) + '\n')
+	out = gdir / 'initramfs.cpio'
+	gen = layout.obj(v) / 'usr' / 'gen_init_cpio'
+	if not gen.exists():
+		raise GkiError(f'{gen} is missing (CONFIG_BLK_DEV_INITRD builds it)')
+	with out.open('wb') as f:
+		rc = subprocess.call([str(gen), '-t', '0', str(spec_file)], stdout=f)
+	if rc:
+		raise GkiError(f'gen_init_cpio failed on {spec_file}')
+	return out
+
+
+def scratch_disk(path: Path, size_mb: int = 256) -> Path:
+	"""A fresh ext4 image for the guest's /mnt/scratch."""
+	path.parent.mkdir(parents=True, exist_ok=True)
+	path.unlink(missing_ok=True)
+	with path.open('wb') as f:
+		f.truncate(size_mb << 20)
+	log = path.with_suffix('.mkfs.log')
+	log.unlink(missing_ok=True)
+	run_logged(['mkfs.ext4', '-q', '-F', '-E', 'root_owner=0:0', str(path)], log,
+		   what='mkfs.ext4')
+	return path

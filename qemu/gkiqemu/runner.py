@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The test runner: host-side tests of the tooling, then the in-guest
+suites on each variant, one line per test and a closing count line."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import re
+import sys
+import unittest
+from pathlib import Path
+from typing import TextIO
+
+from gkiqemu import boot, console, initramfs, ktap
+from layout import Layout, Variant
+from util import GkiError, info
+
+MAX_BOOTS = 3
+
+
+@dataclasses.dataclass
+class Outcome:
+	name: str
+	status: ktap.Status
+	detail: str = ''
+
+
+class Tally:
+	"""Collects outcomes, printing one line per test to out."""
+
+	def __init__(self, out: TextIO = sys.stdout) -> None:
+		self.outcomes: list[Outcome] = []
+		self.out = out
+
+	def add(self, name: str, status: ktap.Status, detail: str = '') -> None:
+		o = Outcome(name, status, detail)
+		self.outcomes.append(o)
+		shown = 'FAIL' if status in (ktap.Status.MISSING, ktap.Status.CRASHED) else status.value
+		extra = f'  ({status.value.lower()}: {detail})' if detail and shown != 'PASS' else ''
+		print(f'  {shown:<4}  {name}{extra}', file=self.out, flush=True)
+
+	def count(self, *statuses: ktap.Status) -> int:
+		return sum(o.status in statuses for o in self.outcomes)
+
+	def close(self) -> int:
+		passed = self.count(ktap.Status.PASS)
+		failed = self.count(ktap.Status.FAIL, ktap.Status.MISSING, ktap.Status.CRASHED)
+		skipped = self.count(ktap.Status.SKIP)
+		if passed + failed == 0:
+			failed += 1
+			print('  FAIL  no test ran', file=self.out)
+		print(f'{passed} passed, {failed} failed, {skipped} skipped', file=self.out,
+		      flush=True)
+		return 1 if failed else 0
+
+
+# Host-side tests ----------------------------------------------------------
+
+class _HostResult(unittest.TestResult):
+	def __init__(self, tally: Tally) -> None:
+		super().__init__()
+		self.tally = tally
+
+	@staticmethod
+	def _name(test: unittest.TestCase) -> str:
+		return 'host: ' + test.id().split('.', 1)[-1]
+
+	def addSuccess(self, test: unittest.TestCase) -> None:
+		super().addSuccess(test)
+		self.tally.add(self._name(test), ktap.Status.PASS)
+
+	def addFailure(self, test, err) -> None:  # type: ignore[no-untyped-def]
+		super().addFailure(test, err)
+		self.tally.add(self._name(test), ktap.Status.FAIL, self._exc_info_to_string(err, test))
+
+	def addError(self, test, err) -> None:  # type: ignore[no-untyped-def]
+		super().addError(test, err)
+		self.tally.add(self._name(test), ktap.Status.FAIL, self._exc_info_to_string(err, test))
+
+	def addSkip(self, test: unittest.TestCase, reason: str) -> None:
+		super().addSkip(test, reason)
+		self.tally.add(self._name(test), ktap.Status.SKIP, reason)
+
+
+def host_tests(layout: Layout, tally: Tally) -> None:
+	info('host tests')
+	loader = unittest.TestLoader()
+	suite = unittest.TestSuite()
+	for d in (layout.top / 'build' / 'gkibuild' / 'tests',
+		  layout.top / 'qemu' / 'gkiqemu' / 'tests'):
+		suite.addTests(loader.discover(str(d), pattern='test_*.py', top_level_dir=str(d)))
+	suite.run(_HostResult(tally))
+
+
+# Guest runs ---------------------------------------------------------------
+
+def prepare(layout: Layout, v: Variant, extra: list[Path],
+	    bench_names: list[str] | None = None) -> Path:
+	"""Build the guest programs and the variant's initramfs; bench_names
+	picks benchmarks (all when empty)."""
+	uapi = layout.obj(v) / 'uapi' / 'include'
+	suites = initramfs.discover(layout, 'suites')
+	bench = initramfs.discover(layout, 'bench')
+	if bench_names:
+		bench = [p for p in bench if p.name in bench_names]
+	programs = initramfs.compile_programs(layout, uapi, suites + bench)
+	for p in extra:
+		if p.name in programs:
+			raise GkiError(f'--add {p}: a guest program named {p.name} already exists')
+		programs[p.name] = p
+	lists = {
+		'test': [f'/tests/{p.name}' for p in suites] + [f'/tests/{p.name}' for p in extra],
+		'bench': [f'/tests/{p.name}' for p in bench],
+	}
+	return initramfs.write_cpio(layout, v, layout.dist(v), programs, lists)
+
+
+def boots(layout: Layout, v: Variant, initrd: Path, mode: str) -> list[boot.Boot]:
+	"""Boot until the guest stops asking for another boot; the scratch disk
+	is new for the run and kept across its boots."""
+	scratch = initramfs.scratch_disk(layout.out / v.name / 'qemu' / 'scratch.ext4')
+	image = layout.dist(v) / 'Image'
+	runs = []
+	for n in range(1, MAX_BOOTS + 1):
+		cmdline = (f'gki.mode={mode} gki.boot={n} '
+			   f'gki.suite_timeout={v.qemu_timeout_s * 2 // 3}')
+		cmd = boot.command(image, initrd, v.qemu_mem_mb, cmdline, scratch)
+		b = boot.run(cmd, layout.log(v, f'console-{mode}-boot{n}'), v.qemu_timeout_s)
+		runs.append(b)
+		if b.timed_out or not b.wants_next_boot:
+			break
+	return runs
+
+
+def evaluate(v: Variant, runs: list[boot.Boot], tally: Tally) -> None:
+	for n, b in enumerate(runs, 1):
+		prefix = f'{v.name}: ' + (f'boot{n}: ' if n > 1 else '')
+		doc = ktap.parse(b.console)
+		if doc is None:
+			tally.add(prefix + 'KTAP output', ktap.Status.FAIL, f'none; see {b.log}')
+		else:
+			for leaf in ktap.leaves(doc, prefix):
+				tally.add(leaf.name, leaf.status, leaf.detail)
+		if b.timed_out:
+			tally.add(prefix + 'power-off', ktap.Status.FAIL,
+				  f'guest still running after {v.qemu_timeout_s} s, killed; see {b.log}')
+		elif not b.finished:
+			tally.add(prefix + 'power-off', ktap.Status.FAIL,
+				  f'console ended before "{boot.DONE}" (crash or panic); see {b.log}')
+		errors = console.kernel_errors(b.console)
+		if errors:
+			quoted = '\n'.join('      > ' + e for e in errors)
+			tally.add(prefix + 'kernel log clean', ktap.Status.FAIL,
+				  f'{len(errors)} kernel error line(s), see {b.log}:\n{quoted}')
+		elif doc is not None:
+			tally.add(prefix + 'kernel log clean', ktap.Status.PASS)
+		info(f'{v.name} boot {n}: {b.seconds:.1f} s, first KTAP line at '
+		     f'{b.first_ktap_s if b.first_ktap_s is None else round(b.first_ktap_s, 2)} s, '
+		     f'console: {b.log}')
+
+
+def guest(layout: Layout, vs: list[Variant], extra: list[Path], tally: Tally) -> None:
+	for v in vs:
+		info(f'booting the {v.name} GKI in QEMU')
+		initrd = prepare(layout, v, extra)
+		evaluate(v, boots(layout, v, initrd, 'test'), tally)
+
+
+def guest_suites(layout: Layout, vs: list[Variant], extra: list[Path]) -> int:
+	tally = Tally()
+	guest(layout, vs, extra, tally)
+	return tally.close()
+
+
+def test_all(layout: Layout, vs: list[Variant], host: bool) -> int:
+	tally = Tally()
+	if host:
+		host_tests(layout, tally)
+	guest(layout, vs, [], tally)
+	return tally.close()
+
+
+def shell(layout: Layout, v: Variant, extra: list[Path]) -> int:
+	initrd = prepare(layout, v, extra)
+	scratch = initramfs.scratch_disk(layout.out / v.name / 'qemu' / 'scratch.ext4')
+	cmd = boot.command(layout.dist(v) / 'Image', initrd, v.qemu_mem_mb, 'gki.mode=shell',
+			   scratch, interactive=True)
+	return boot.interactive(cmd)
+
+
+# Benchmarks ---------------------------------------------------------------
+
+_BENCH = re.compile(r'BENCH (\{.*\})\s*$')
+
+
+def bench_records(text: str) -> list[dict]:
+	"""The JSON records benchmark programs print as 'BENCH {...}' lines."""
+	out = []
+	for line in text.replace('\r', '').splitlines():
+		m = _BENCH.search(line)
+		if m:
+			try:
+				out.append(json.loads(m.group(1)))
+			except ValueError:
+				continue
+	return out
+
+
+def bench(layout: Layout, v: Variant, names: list[str]) -> int:
+	known = [p.name for p in initramfs.discover(layout, 'bench')]
+	unknown = sorted(set(names) - set(known))
+	if unknown:
+		raise GkiError(f'unknown benchmark(s) {", ".join(unknown)}; known: '
+			       f'{", ".join(known) or "none"}')
+	initrd = prepare(layout, v, [], names)
+	runs = boots(layout, v, initrd, 'bench')
+	records = [r for b in runs for r in bench_records(b.console)]
+	stamp = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
+	dest = layout.out / 'bench' / f'{v.name}-{stamp}.json'
+	dest.parent.mkdir(parents=True, exist_ok=True)
+	dest.write_text(json.dumps({'variant': v.name, 'time': stamp, 'records': records},
+				   indent=2) + '\n')
+	print_table(records)
+	info(f'figures: {dest}; console: {runs[-1].log}')
+	ok = runs and not runs[-1].timed_out and runs[-1].finished and records
+	return 0 if ok else 1
+
+
+def print_table(records: list[dict]) -> None:
+	"""Figures, then ratios: a record with 'baseline' names the record it
+	is compared with, both measured in the same run."""
+	by_name = {r.get('name'): r for r in records}
+	print(f'{"benchmark":<44} {"value":>14} unit')
+	for r in records:
+		print(f'{r.get("name", "?"):<44} {r.get("value", 0):>14.3f} {r.get("unit", "")}')
+	ratios = [(r, by_name.get(r.get('baseline'))) for r in records if r.get('baseline')]
+	if ratios:
+		print(f'\n{"ratio":<60} {"value":>8}')
+		for r, base in ratios:
+			if base and base.get('value'):
+				label = f'{r["name"]} / {base["name"]}'
+				print(f'{label:<60} {r["value"] / base["value"]:>8.3f}')
