@@ -17,6 +17,7 @@ _VERSION = re.compile(r'^(KTAP version 1|TAP version 1[34])$')
 _PLAN = re.compile(r'^1\.\.(\d+)')
 _RESULT = re.compile(r'^(ok|not ok)(?:\s+(\d+))?\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(.*))?$')
 _KERNEL_LINE = re.compile(r'^\[\s*\d+\.\d+\]')
+_SKIP_WORD = re.compile(r'^(SKIP|TODO)\b\s*', re.I)
 _RUNNING = '# gki: running '	# printed by qemu/init before each suite
 
 
@@ -123,7 +124,7 @@ def leaves(doc: Test, prefix: str = '') -> list[Leaf]:
 	for t in doc.subtests:
 		name = f'{prefix}{t.name}'
 		if not t.subtests:
-			out.append(Leaf(name, t.status, t.directive))
+			out.append(Leaf(name, t.status, _SKIP_WORD.sub('', t.directive)))
 			continue
 		sub = leaves(t, name + ': ')
 		out.extend(sub)
