@@ -67,27 +67,32 @@ def run(cmd: list[str], log: Path, timeout_s: float) -> Boot:
 		proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
 					stderr=subprocess.STDOUT)
 		assert proc.stdout
-		os.set_blocking(proc.stdout.fileno(), False)
-		sel = selectors.DefaultSelector()
-		sel.register(proc.stdout, selectors.EVENT_READ)
-		while True:
-			left = timeout_s - (time.monotonic() - start)
-			if left <= 0:
-				timed_out = True
-				proc.kill()
-				break
-			if not sel.select(timeout=min(left, 1.0)):
-				continue
-			data = proc.stdout.read()
-			if not data:
-				break
-			chunks.append(data)
-			f.write(data)
-			f.flush()
-			if first_ktap is None and b'KTAP version 1' in b''.join(chunks[-2:]):
-				first_ktap = time.monotonic() - start
+		fd = proc.stdout.fileno()
+		os.set_blocking(fd, False)
+		with selectors.DefaultSelector() as sel:
+			sel.register(fd, selectors.EVENT_READ)
+			while True:
+				left = timeout_s - (time.monotonic() - start)
+				if left <= 0:
+					timed_out = True
+					proc.kill()
+					break
+				if not sel.select(timeout=min(left, 1.0)):
+					continue
+				try:
+					data = os.read(fd, 1 << 16)
+				except BlockingIOError:
+					continue
+				if not data:
+					break
+				seen = (chunks[-1][-32:] if chunks else b'') + data
+				chunks.append(data)
+				f.write(data)
+				f.flush()
+				if first_ktap is None and b'KTAP version 1' in seen:
+					first_ktap = time.monotonic() - start
 		proc.wait()
-		sel.close()
+		proc.stdout.close()
 	console = b''.join(chunks).decode(errors='replace')
 	return Boot(console, log, time.monotonic() - start, timed_out, first_ktap)
 

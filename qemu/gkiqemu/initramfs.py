@@ -129,14 +129,20 @@ def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path]
 
 	spec_file = gdir / 'initramfs.list'
 	spec_file.write_text('\n'.join(spec) + '\n')
+	return cpio_from_spec(layout, v)
+
+
+def cpio_from_spec(layout: Layout, v: Variant) -> Path:
+	"""(Re)write the variant's initramfs from its gen_init_cpio list."""
+	gdir = layout.guest(v)
 	out = gdir / 'initramfs.cpio'
 	gen = layout.obj(v) / 'usr' / 'gen_init_cpio'
 	if not gen.exists():
 		raise GkiError(f'{gen} is missing (CONFIG_BLK_DEV_INITRD builds it)')
 	with out.open('wb') as f:
-		rc = subprocess.call([str(gen), '-t', '0', str(spec_file)], stdout=f)
+		rc = subprocess.call([str(gen), '-t', '0', str(gdir / 'initramfs.list')], stdout=f)
 	if rc:
-		raise GkiError(f'gen_init_cpio failed on {spec_file}')
+		raise GkiError(f'gen_init_cpio failed on {gdir / "initramfs.list"}')
 	return out
 
 

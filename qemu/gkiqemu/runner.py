@@ -156,9 +156,9 @@ def evaluate(v: Variant, runs: list[boot.Boot], tally: Tally) -> None:
 				  f'{len(errors)} kernel error line(s), see {b.log}:\n{quoted}')
 		elif doc is not None:
 			tally.add(prefix + 'kernel log clean', ktap.Status.PASS)
-		info(f'{v.name} boot {n}: {b.seconds:.1f} s, first KTAP line at '
-		     f'{b.first_ktap_s if b.first_ktap_s is None else round(b.first_ktap_s, 2)} s, '
-		     f'console: {b.log}')
+		first = 'never' if b.first_ktap_s is None else f'{b.first_ktap_s:.2f} s'
+		print(f'gki: {v.name} boot {n}: {b.seconds:.1f} s, first KTAP line at {first}, '
+		      f'console: {b.log}', file=tally.out, flush=True)
 
 
 def guest(layout: Layout, vs: list[Variant], extra: list[Path], tally: Tally) -> None:
@@ -224,8 +224,9 @@ def bench(layout: Layout, v: Variant, names: list[str]) -> int:
 				   indent=2) + '\n')
 	print_table(records)
 	info(f'figures: {dest}; console: {runs[-1].log}')
-	ok = runs and not runs[-1].timed_out and runs[-1].finished and records
-	return 0 if ok else 1
+	tally = Tally()
+	evaluate(v, runs, tally)
+	return tally.close() or (0 if records else 1)
 
 
 def print_table(records: list[dict]) -> None:

@@ -3,7 +3,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context
+import context  # noqa: F401 (sets the import path)
 import kconfig
 import toolchain
 from kernel import Kernel

@@ -4,7 +4,7 @@ import textwrap
 import unittest
 from pathlib import Path
 
-import context
+import context  # noqa: F401 (sets the import path)
 import patches
 from util import GkiError
 

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
+import contextlib
+import io
 import subprocess
 import tempfile
 import unittest
 from pathlib import Path
 
-import context
+import context  # noqa: F401 (sets the import path)
 import source
 from util import GkiError
 
@@ -44,7 +46,10 @@ class PinTest(unittest.TestCase):
 			source.check_pin(self.pin, False, self.pin.version, 'cd' * 32)
 
 	def test_accepted_update_continues(self):
-		s = source.check_pin(self.pin, True, '6.12.120-1~deb12u1', 'cd' * 32)
+		out = io.StringIO()
+		with contextlib.redirect_stdout(out):
+			s = source.check_pin(self.pin, True, '6.12.120-1~deb12u1', 'cd' * 32)
+		self.assertIn('building it because the update was accepted', out.getvalue())
 		self.assertFalse(s.pinned)
 		self.assertEqual('6.12.120-1~deb12u1', s.version)
 

@@ -2,7 +2,7 @@
 import io
 import unittest
 
-import context
+import context  # noqa: F401 (sets the import path)
 from gkiqemu import console, runner
 
 

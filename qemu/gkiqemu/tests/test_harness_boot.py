@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The harness's own failure paths, on a real boot of the built GKI: a
+kernel warning and a guest that never powers off must fail a run."""
+
+import io
+import tempfile
+import unittest
+from pathlib import Path
+
+import context  # noqa: F401 (sets the import path)
+from gkiqemu import boot, initramfs, ktap, runner
+from layout import VARIANTS, Layout, Variant
+
+LAYOUT = Layout.default()
+RELEASE = VARIANTS['release']
+DEBUG = VARIANTS['debug']
+MODULE = '/modules/test/test_module/gki_test_module.ko'
+KTAP_OK = 'echo "TAP version 13"; echo "1..1"; echo "ok 1 loaded"\n'
+
+
+def built(v: Variant) -> bool:
+	return ((LAYOUT.dist(v) / 'Image').exists() and
+		(LAYOUT.obj(v) / 'usr' / 'gen_init_cpio').exists())
+
+
+@unittest.skipUnless(built(RELEASE), 'release GKI not built')
+class HarnessBootTest(unittest.TestCase):
+	variant = RELEASE
+
+	def setUp(self):
+		self.tmp = tempfile.TemporaryDirectory()
+		self.dir = Path(self.tmp.name)
+
+	def tearDown(self):
+		self.tmp.cleanup()
+
+	def script(self, name: str, body: str) -> Path:
+		p = self.dir / name
+		p.write_text('#!/bin/sh\n' + body)
+		p.chmod(0o755)
+		return p
+
+	def boot_with(self, script: Path, timeout_s: int, suite_timeout_s: int) -> boot.Boot:
+		v = self.variant
+		initrd = runner.prepare(LAYOUT, v, [script])
+		# Only the script: the standard suites are not what is tested here.
+		lst = LAYOUT.guest(v) / 'initramfs.list'
+		spec = lst.read_text().replace(f'{LAYOUT.guest(v)}/etc/test',
+					       str(self.dir / 'list'))
+		(self.dir / 'list').write_text(f'/tests/{script.name}\n')
+		lst.write_text(spec)
+		initramfs.cpio_from_spec(LAYOUT, v)
+		cmd = boot.command(LAYOUT.dist(v) / 'Image', initrd, v.qemu_mem_mb,
+				   f'gki.mode=test gki.suite_timeout={suite_timeout_s}', None)
+		return boot.run(cmd, self.dir / 'console.log', timeout_s)
+
+	def kernel_report(self, b: boot.Boot) -> str:
+		"""The detail of the failed 'kernel log clean' outcome."""
+		self.assertTrue(b.finished, b.console[-2000:])
+		tally = runner.Tally(io.StringIO())
+		runner.evaluate(self.variant, [b], tally)
+		failed = {o.name: o.detail for o in tally.outcomes if o.status == ktap.Status.FAIL}
+		self.assertIn(f'{self.variant.name}: kernel log clean', failed)
+		return failed[f'{self.variant.name}: kernel log clean']
+
+	def test_kernel_warning_fails_the_run(self):
+		s = self.script('warn_on_load', f'insmod {MODULE} warn_on_load=1\n'
+				'rmmod gki_test_module\n' + KTAP_OK)
+		self.assertIn('WARN: ', self.kernel_report(self.boot_with(s, 120, 60)))
+
+	def test_hung_suite_and_its_children_are_killed(self):
+		s = self.script('hang_with_child', 'sleep 1000 &\nsleep 1000\n')
+		b = self.boot_with(s, RELEASE.qemu_timeout_s, 3)
+		self.assertTrue(b.finished, b.console[-2000:])
+		tally = runner.Tally(io.StringIO())
+		runner.evaluate(RELEASE, [b], tally)
+		self.assertIn(('release: hang_with_child', ktap.Status.FAIL),
+			      [(o.name, o.status) for o in tally.outcomes])
+		self.assertIn('killed: timeout of 3 s', b.console)
+
+	def test_guest_that_never_powers_off_is_killed(self):
+		s = self.script('hang', 'sleep 1000\n')
+		b = self.boot_with(s, 8, 600)
+		self.assertTrue(b.timed_out)
+		tally = runner.Tally(io.StringIO())
+		runner.evaluate(RELEASE, [b], tally)
+		self.assertIn(('release: power-off', ktap.Status.FAIL),
+			      [(o.name, o.status) for o in tally.outcomes])
+
+
+
+@unittest.skipUnless(built(DEBUG), 'debug GKI not built')
+class DebugHarnessBootTest(HarnessBootTest):
+	"""KASAN and kmemleak reports, which only the debug variant makes."""
+	variant = DEBUG
+
+	def test_kasan_and_kmemleak_reports_fail_the_run(self):
+		s = self.script('fault_on_load', f'insmod {MODULE} oob_on_load=1 leak_on_load=1\n'
+				'rmmod gki_test_module\n' + KTAP_OK)
+		report = self.kernel_report(self.boot_with(s, DEBUG.qemu_timeout_s, 120))
+		self.assertIn('BUG: KASAN: slab-out-of-bounds', report)
+		self.assertIn('kmemleak: unreferenced object', report)
+
+	# The generic cases ran on the release variant already.
+	test_hung_suite_and_its_children_are_killed = None
+	test_guest_that_never_powers_off_is_killed = None
+	test_kernel_warning_fails_the_run = None
+
+
+if __name__ == '__main__':
+	unittest.main()
