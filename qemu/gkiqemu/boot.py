@@ -61,6 +61,7 @@ def run(cmd: list[str], log: Path, timeout_s: float) -> Boot:
 	start = time.monotonic()
 	first_ktap = None
 	chunks: list[bytes] = []
+	recent = b''
 	timed_out = False
 	with log.open('wb') as f:
 		f.write(('# ' + ' '.join(cmd) + '\n').encode())
@@ -85,7 +86,9 @@ def run(cmd: list[str], log: Path, timeout_s: float) -> Boot:
 					continue
 				if not data:
 					break
-				seen = (chunks[-1][-32:] if chunks else b'') + data
+				# The serial port may deliver a line in many pieces.
+				seen = recent + data
+				recent = seen[-32:]
 				chunks.append(data)
 				f.write(data)
 				f.flush()
