@@ -40,7 +40,7 @@ def _tar_headers(include: Path, dest: Path) -> None:
 
 
 def assemble(kernel: Kernel, headers: Path, ext: dict[ExtModule, list[Path]],
-	     manifest: dict[str, Any]) -> Path:
+	     tools: dict[str, Path], manifest: dict[str, Any]) -> Path:
 	final = kernel.layout.dist(kernel.variant)
 	tmp = final.with_name(final.name + '.tmp')
 	shutil.rmtree(tmp, ignore_errors=True)
@@ -65,6 +65,10 @@ def assemble(kernel: Kernel, headers: Path, ext: dict[ExtModule, list[Path]],
 		uapi = mod.src / 'include' / 'uapi'
 		if uapi.is_dir():
 			shutil.copytree(uapi, tmp / 'include' / 'uapi', dirs_exist_ok=True)
+
+	for rel, src in tools.items():
+		(tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+		shutil.copy2(src, tmp / rel)
 
 	manifest['files'] = sorted(str(p.relative_to(tmp)) for p in tmp.rglob('*') if p.is_file())
 	(tmp / 'manifest.json').write_text(json.dumps(manifest, indent=2, sort_keys=True) + '\n')

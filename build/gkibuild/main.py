@@ -42,6 +42,8 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 		with timer.stage(f'modules-{v.name}', v.name):
 			ext = {m: modules.build(k, m) for m in
 			       modules.discover(layout.vendor_modules, [layout.qemu / 'test_module'])}
+		with timer.stage(f'tools-{v.name}', v.name):
+			tools = device_tools(layout, headers)
 		with timer.stage(f'dist-{v.name}', v.name):
 			manifest = {
 				'variant': v.name,
@@ -54,9 +56,20 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 				'vendor_modules': sorted(m.name for m in ext if m.kind == 'vendor'),
 				'stage_seconds': timer.timings,
 			}
-			dists[v.name] = dist.assemble(k, headers, ext, manifest)
+			dists[v.name] = dist.assemble(k, headers, ext, tools, manifest)
 	info('dist: ' + ', '.join(str(p) for p in dists.values()))
 	return dists
+
+
+def device_tools(layout: Layout, uapi: Path) -> dict[str, Path]:
+	"""The device tools of qemu/tools/, for arm64 and for the build machine,
+	as dist paths -> built files."""
+	from gkiqemu import initramfs
+	progs = initramfs.discover(layout, 'tools')
+	arm64 = initramfs.compile_programs(layout, uapi, progs, 'guest/tools')
+	host = initramfs.compile_programs(layout, uapi, progs, 'host/bin', host=True)
+	return {**{f'tools/arm64/{n}': p for n, p in arm64.items()},
+		**{f'tools/host/{n}': p for n, p in host.items()}}
 
 
 def cmd_build(args: argparse.Namespace, layout: Layout) -> int:

@@ -19,17 +19,29 @@ from util import GkiError, run_logged, write_if_changed
 # libgcc-12-dev-arm64-cross by the target triple.
 TARGET_CFLAGS = ['--target=aarch64-linux-gnu', '-fuse-ld=lld', '-static', '-O2', '-g',
 		 '-Wall', '-Werror', '-D_GNU_SOURCE', '-pthread']
+# Device tools also build for the machine that runs the build.
+HOST_CFLAGS = ['-O2', '-g', '-Wall', '-Werror', '-D_GNU_SOURCE']
 
 
 @dataclasses.dataclass(frozen=True)
 class Program:
 	name: str
-	src: Path	# a .c file, or an executable script copied as is
+	srcs: tuple[Path, ...]	# .c files, or one executable script copied as is
+
+	@property
+	def is_script(self) -> bool:
+		return self.srcs[0].suffix != '.c'
 
 
 def discover(layout: Layout, kind: str) -> list[Program]:
-	"""Programs of a kind ('suites' or 'bench'): qemu/<kind>/ and each
-	vendor module's <kind>/ folder (tests for suites)."""
+	"""Programs of a kind: 'suites' (qemu/suites/ and each vendor module's
+	tests/), 'bench' (qemu/bench/ and each vendor's bench/): one program
+	per .c file or executable script; 'tools' (qemu/tools/<name>/): one
+	program per folder, from all its .c files."""
+	if kind == 'tools':
+		d = layout.qemu / 'tools'
+		return [Program(t.name, tuple(sorted(t.glob('*.c'))))
+			for t in sorted(d.iterdir()) if list(t.glob('*.c'))] if d.is_dir() else []
 	dirs = [layout.qemu / kind]
 	sub = 'tests' if kind == 'suites' else kind
 	if layout.vendor_modules.is_dir():
@@ -40,9 +52,9 @@ def discover(layout: Layout, kind: str) -> list[Program]:
 			continue
 		for p in sorted(d.iterdir()):
 			if p.suffix == '.c':
-				progs.append(Program(p.stem, p))
+				progs.append(Program(p.stem, (p,)))
 			elif p.is_file() and os.access(p, os.X_OK):
-				progs.append(Program(p.name, p))
+				progs.append(Program(p.name, (p,)))
 	names = [p.name for p in progs]
 	dups = sorted({n for n in names if names.count(n) > 1})
 	if dups:
@@ -54,7 +66,8 @@ def _stale(out: Path, dep_file: Path) -> bool:
 	"""True unless out is newer than every file the .d file lists."""
 	if not out.exists() or not dep_file.exists():
 		return True
-	deps = dep_file.read_text().replace('\\\n', ' ').split(':', 1)[-1].split()
+	deps = dep_file.read_text().replace('\\\n', ' ').split()
+	deps = [d for d in deps if not d.endswith(':')]
 	mtime = out.stat().st_mtime_ns
 	return any(not Path(d).exists() or Path(d).stat().st_mtime_ns > mtime for d in deps)
 
@@ -69,24 +82,28 @@ def include_flags(layout: Layout, uapi: Path) -> list[str]:
 	return flags
 
 
-def compile_programs(layout: Layout, uapi: Path, progs: list[Program]) -> dict[str, Path]:
-	"""Compile (or copy) each program into out/guest/bin; returns name->path."""
+def compile_programs(layout: Layout, uapi: Path, progs: list[Program], dest: str,
+		     host: bool = False) -> dict[str, Path]:
+	"""Compile (or copy) each program into out/<dest>, for arm64 or, with
+	host, for the build machine; returns name -> path."""
 	env = toolchain.hermetic_env(use_ccache=False)
-	outdir = layout.out / 'guest' / 'bin'
+	outdir = layout.out / dest
 	outdir.mkdir(parents=True, exist_ok=True)
-	log = layout.log(None, 'guest-programs')
+	log = layout.log(None, 'host-programs' if host else 'guest-programs')
+	flags = HOST_CFLAGS if host else TARGET_CFLAGS + include_flags(layout, uapi)
 	built = {}
 	for p in progs:
 		out = outdir / p.name
-		if p.src.suffix != '.c':
-			write_if_changed(out, p.src.read_bytes())
+		if p.is_script:
+			write_if_changed(out, p.srcs[0].read_bytes())
 			out.chmod(0o755)
 		else:
 			dep = outdir / f'{p.name}.d'
 			if _stale(out, dep):
-				run_logged(['clang', *TARGET_CFLAGS, *include_flags(layout, uapi),
-					    '-MD', '-MF', str(dep), '-o', str(out), str(p.src)],
-					   log, env=env, what=f'compiling {p.src.name}')
+				# One dependency file for all sources: compile and link at once.
+				run_logged(['clang', *flags, '-MD', '-MF', str(dep), '-o', str(out),
+					    *map(str, p.srcs)], log, env=env,
+					   what=f'compiling {p.name}')
 		built[p.name] = out
 	return built
 
@@ -99,9 +116,10 @@ def busybox(layout: Layout) -> Path:
 
 
 def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path],
-	       lists: dict[str, list[str]]) -> Path:
-	"""Write the initramfs for variant v with gen_init_cpio; lists maps
-	/etc/gki/<mode> to the command lines /init runs in that mode."""
+	       tools: dict[str, Path], lists: dict[str, list[str]]) -> Path:
+	"""Write the initramfs for variant v with gen_init_cpio: programs go
+	to /tests, tools to /bin; lists maps /etc/gki/<mode> to the command
+	lines /init runs in that mode."""
 	gdir = layout.guest(v)
 	gdir.mkdir(parents=True, exist_ok=True)
 	spec = ['dir /dev 0755 0 0', 'nod /dev/console 0600 0 0 c 5 1']
@@ -112,6 +130,8 @@ def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path]
 		 f'file /init {layout.qemu / "init"} 0755 0 0']
 	for name, path in sorted(programs.items()):
 		spec.append(f'file /tests/{name} {path} 0755 0 0')
+	for name, path in sorted(tools.items()):
+		spec.append(f'file /bin/{name} {path} 0755 0 0')
 
 	mods = dist / 'modules'
 	for d in sorted(p for p in mods.rglob('*') if p.is_dir()):

@@ -88,8 +88,10 @@ def host_tests(layout: Layout, tally: Tally) -> None:
 	info('host tests')
 	loader = unittest.TestLoader()
 	suite = unittest.TestSuite()
-	for d in (layout.top / 'build' / 'gkibuild' / 'tests',
-		  layout.top / 'qemu' / 'gkiqemu' / 'tests'):
+	dirs = [layout.top / 'build' / 'gkibuild' / 'tests',
+		layout.top / 'qemu' / 'gkiqemu' / 'tests',
+		*sorted(layout.top.glob('qemu/tools/*/tests'))]
+	for d in dirs:
 		suite.addTests(loader.discover(str(d), pattern='test_*.py', top_level_dir=str(d)))
 	suite.run(_HostResult(tally))
 
@@ -105,7 +107,9 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 	bench = initramfs.discover(layout, 'bench')
 	if bench_names:
 		bench = [p for p in bench if p.name in bench_names]
-	programs = initramfs.compile_programs(layout, uapi, suites + bench)
+	programs = initramfs.compile_programs(layout, uapi, suites + bench, 'guest/tests')
+	tools = initramfs.compile_programs(layout, uapi, initramfs.discover(layout, 'tools'),
+					   'guest/tools')
 	for p in extra:
 		if p.name in programs:
 			raise GkiError(f'--add {p}: a guest program named {p.name} already exists')
@@ -114,7 +118,7 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 		'test': [f'/tests/{p.name}' for p in suites] + [f'/tests/{p.name}' for p in extra],
 		'bench': [f'/tests/{p.name}' for p in bench],
 	}
-	return initramfs.write_cpio(layout, v, layout.dist(v), programs, lists)
+	return initramfs.write_cpio(layout, v, layout.dist(v), programs, tools, lists)
 
 
 def boots(layout: Layout, v: Variant, initrd: Path, mode: str) -> list[boot.Boot]:
