@@ -34,14 +34,14 @@ deps_install_host() {
 	local missing
 
 	missing=$(deps_missing "${DEPS_HOST[@]}" | tr '\n' ' ')
+	missing=${missing% }
 	[ -n "$missing" ] || return 0
 
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "gki: missing packages: $missing" >&2
-		echo "gki: install them with: sudo apt-get install $missing" >&2
+		echo "gki: missing packages: $missing (install them with: sudo apt-get install $missing)" >&2
 		return 1
 	fi
-	echo "gki: installing $missing(log: $DEPS_LOG)"
+	echo "gki: installing $missing (log: $DEPS_LOG)"
 	if ! deps_apt update || ! deps_apt install -y --no-install-recommends $missing; then
 		echo "gki: apt-get install failed; see $DEPS_LOG" >&2
 		return 1

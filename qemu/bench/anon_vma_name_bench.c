@@ -32,8 +32,10 @@ static int name(void *p, size_t len, const char *n)
 	return prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, len, (unsigned long)n);
 }
 
-/* NR_VMAS one-page VMAs: named alternately, or unnamed with alternating
- * protections. */
+/*
+ * NR_VMAS one-page VMAs: named alternately, or unnamed with alternating
+ * protections.
+ */
 static void make_vmas(int named)
 {
 	char *p = mmap(NULL, NR_VMAS * page, PROT_READ | PROT_WRITE,
@@ -42,9 +44,15 @@ static void make_vmas(int named)
 	if (p == MAP_FAILED)
 		exit(1);
 	for (size_t i = 0; i < NR_VMAS; i++) {
-		p[i * page] = 1;
-		if (named ? name(p + i * page, page, i % 2 ? "odd" : "even")
-			  : mprotect(p + i * page, page, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE))
+		char *vma = p + i * page;
+		int err;
+
+		*vma = 1;
+		if (named)
+			err = name(vma, page, i % 2 ? "odd" : "even");
+		else
+			err = mprotect(vma, page, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE);
+		if (err)
 			exit(1);
 	}
 }

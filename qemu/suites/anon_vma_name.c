@@ -512,7 +512,7 @@ TEST_F(region, user_buffer_reuse_does_not_change_name)
 	ASSERT_EQ(0, set_name(self->p + page, page, stack));
 	memset(heap, 'Z', strlen(heap));
 	free(heap);
-	strcpy(stack, "gone");
+	memcpy(stack, "gone", sizeof("gone"));
 	EXPECT_STREQ("[anon:copied]", maps_name(self->p));
 	EXPECT_STREQ("[anon:kept]", maps_name(self->p + page));
 }
@@ -626,7 +626,7 @@ TEST(bionic_bug_20017123)
 
 struct race {
 	char *p;
-	volatile int stop;
+	int stop;	/* read and written with __atomic builtins */
 	/* Each counter is written by one thread only. */
 	long renames, rename_errors;	/* renamer */
 	long reads, read_errors, bad_lines;	/* reader */
@@ -637,7 +637,7 @@ static void *renamer(void *arg)
 	struct race *r = arg;
 	char name[32];
 
-	while (!r->stop) {
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
 		for (int i = 0; i < 8; i++) {
 			snprintf(name, sizeof(name), "racer-%ld-%d", r->renames % 5, i % 3);
 			if (set_name(r->p + i * page, (1 + i % 3) * page, name))
@@ -690,7 +690,7 @@ TEST(concurrent_rename_and_read)
 		check_file(&r, "/proc/self/smaps");
 		r.reads++;
 	}
-	r.stop = 1;
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	TH_LOG("%ld rename rounds, %ld reads of maps and smaps", r.renames, r.reads);
 	EXPECT_LT(0, r.renames);

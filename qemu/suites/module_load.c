@@ -47,7 +47,7 @@ static int is_listed(void)
 
 	if (!mods)
 		return -1;
-	found = gki_find_line(mods, MODULE_NAME " ") != NULL;
+	found = !!gki_find_line(mods, MODULE_NAME " ");
 	free(mods);
 	return found;
 }

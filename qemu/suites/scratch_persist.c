@@ -11,7 +11,7 @@
 #include "kselftest_harness.h"
 
 #define EXT4_MAGIC	0xef53
-#define FILE_SIZE	(1 << 20)
+#define FILE_SIZE	(1024 * 1024)
 
 static const char *scratch(void)
 {

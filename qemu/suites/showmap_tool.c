@@ -22,10 +22,12 @@ static const struct region {
 	{ "showmap-c", 32, 1 },
 };
 
-#define NR_REGIONS (sizeof(regions) / sizeof(regions[0]))
+#define NR_REGIONS ARRAY_SIZE(regions)
 
-/* The target: names and touches its regions, optionally forks a child that
- * shares every page, reports ready, and waits to be told to quit. */
+/*
+ * The target: names and touches its regions, optionally forks a child that
+ * shares every page, reports ready, and waits to be told to quit.
+ */
 static void target(int ready, int quit, int share)
 {
 	size_t page = sysconf(_SC_PAGESIZE);

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 enum field { SIZE, RSS, PSS, PRIV_CLEAN, PRIV_DIRTY, SHARED, SWAP, NR_FIELDS };
 
 /* smaps keys summed into each field; Shared_Clean and Shared_Dirty add up. */
@@ -112,8 +114,10 @@ static const char *header_name(const char *line, char *buf, size_t size)
 	return buf;
 }
 
-/* "Key:   123 kB": 1 and the field when it is one we sum, 0 for another
- * key, -1 when the line is malformed. */
+/*
+ * "Key:   123 kB": 1 and the field when it is one we sum, 0 for another
+ * key, -1 when the line is malformed.
+ */
 static int field_line(const char *line, enum field *field, unsigned long long *kib)
 {
 	size_t klen = strcspn(line, ":");
@@ -124,7 +128,7 @@ static int field_line(const char *line, enum field *field, unsigned long long *k
 	for (size_t i = 0; i < klen; i++)
 		if (!isalnum((unsigned char)line[i]) && line[i] != '_')
 			return -1;
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
 		if (strlen(keys[i].key) != klen || strncmp(line, keys[i].key, klen))
 			continue;
 		errno = 0;
@@ -192,8 +196,10 @@ static void add_pid(struct table *t, const char *pid)
 		fail("%s: %s", path, strerror(err));
 }
 
-/* Every process; those that exit meanwhile or may not be read are skipped
- * and counted on stderr. */
+/*
+ * Every process; those that exit meanwhile or may not be read are skipped
+ * and counted on stderr.
+ */
 static void add_all(struct table *t)
 {
 	DIR *d = opendir("/proc");
@@ -366,13 +372,26 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "p:af:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': pid = optarg; break;
-		case 'a': all = 1; break;
-		case 'f': file = optarg; break;
-		case 'c': fmt = CSV; break;
-		case 'j': fmt = JSON; break;
-		case 'h': usage(stdout, 0); break;
-		default: usage(stderr, 2);
+		case 'p':
+			pid = optarg;
+			break;
+		case 'a':
+			all = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'c':
+			fmt = CSV;
+			break;
+		case 'j':
+			fmt = JSON;
+			break;
+		case 'h':
+			usage(stdout, 0);
+			break;
+		default:
+			usage(stderr, 2);
 		}
 	}
 	if (optind != argc || !!pid + all + !!file != 1)
