@@ -61,12 +61,12 @@ class KtapTest(unittest.TestCase):
 		self.assertIsNone(ktap.parse('[    0.1] Booting Linux\nKernel panic\n'))
 
 	def test_kunit_nesting(self):
-		# KUnit: a suite of parameterised cases, three levels deep.
-		self.assertEqual([('kunit: fmt: encode: case 0', S.PASS),
-				  ('kunit: fmt: encode: case 1', S.FAIL),
-				  ('kunit: fmt: decode', S.PASS)],
+		# qemu/suites/kunit: module, suite, case, parameterised case.
+		self.assertEqual([('kunit: fmt_test: fmt: encode: case 0', S.PASS),
+				  ('kunit: fmt_test: fmt: encode: case 1', S.FAIL),
+				  ('kunit: fmt_test: fmt: decode', S.PASS),
+				  ('kunit: fmt_test: chain: walk', S.SKIP)],
 				 results('kunit.log'))
-
 
 if __name__ == '__main__':
 	unittest.main()
