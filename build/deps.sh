@@ -14,7 +14,7 @@ readonly DEPS_HOST=(
 # Guest-only arm64 packages: downloaded and unpacked under $GKI_OUT, never
 # installed, because busybox-static:arm64 would replace the host's
 # /bin/busybox with an arm64 binary.
-readonly DEPS_GUEST=(busybox-static)
+readonly DEPS_GUEST=(busybox-static liblz4-dev)
 
 deps_missing() {
 	local pkg status

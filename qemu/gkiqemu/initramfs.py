@@ -79,7 +79,18 @@ def include_flags(layout: Layout, uapi: Path) -> list[str]:
 	if layout.vendor_modules.is_dir():
 		for d in sorted(layout.vendor_modules.glob('*/include/uapi')):
 			flags += ['-isystem', str(d)]
-	return flags
+	return flags + ['-isystem', str(_lz4(layout) / 'usr' / 'include')]
+
+
+def _lz4(layout: Layout) -> Path:
+	"""Debian's liblz4-dev for arm64, unpacked by build/deps.sh."""
+	return layout.out / 'guest-pkgs' / 'liblz4-dev'
+
+
+def link_flags(layout: Layout) -> list[str]:
+	"""Libraries guest programs may use; after the sources, since a
+	static link only takes what earlier objects need."""
+	return ['-L', str(_lz4(layout) / 'usr' / 'lib' / 'aarch64-linux-gnu'), '-llz4']
 
 
 def compile_programs(layout: Layout, uapi: Path, progs: list[Program], dest: str,
@@ -91,6 +102,7 @@ def compile_programs(layout: Layout, uapi: Path, progs: list[Program], dest: str
 	outdir.mkdir(parents=True, exist_ok=True)
 	log = layout.log(None, 'host-programs' if host else 'guest-programs')
 	flags = HOST_CFLAGS if host else TARGET_CFLAGS + include_flags(layout, uapi)
+	libs = [] if host else link_flags(layout)
 	built = {}
 	for p in progs:
 		out = outdir / p.name
@@ -102,7 +114,7 @@ def compile_programs(layout: Layout, uapi: Path, progs: list[Program], dest: str
 			if _stale(out, dep):
 				# One dependency file for all sources: compile and link at once.
 				run_logged(['clang', *flags, '-MD', '-MF', str(dep), '-o', str(out),
-					    *map(str, p.srcs)], log, env=env,
+					    *map(str, p.srcs), *libs], log, env=env,
 					   what=f'compiling {p.name}')
 		built[p.name] = out
 	return built
