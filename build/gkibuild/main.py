@@ -110,7 +110,7 @@ def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
 			raise GkiError(f'--add {p}: not an executable file')
 	if args.shell:
 		return runner.shell(layout, vs[0], extra)
-	return runner.guest_suites(layout, vs, extra)
+	return runner.guest_suites(layout, vs, extra, args.only)
 
 
 def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
@@ -138,6 +138,8 @@ def parser() -> argparse.ArgumentParser:
 	add('test', 'all').add_argument('--skip-host', action='store_true')
 	q = add('qemu', 'release')
 	q.add_argument('--add', action='append', default=[], metavar='PATH')
+	q.add_argument('--only', action='append', default=[], metavar='SUITE',
+		       help='run only this guest suite (repeatable)')
 	q.add_argument('--shell', action='store_true')
 	add('bench', 'release').add_argument('names', nargs='*')
 	return p

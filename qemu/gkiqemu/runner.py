@@ -99,11 +99,16 @@ def host_tests(layout: Layout, tally: Tally) -> None:
 # Guest runs ---------------------------------------------------------------
 
 def prepare(layout: Layout, v: Variant, extra: list[Path],
-	    bench_names: list[str] | None = None) -> Path:
+	    bench_names: list[str] | None = None, only: list[str] | None = None) -> Path:
 	"""Build the guest programs and the variant's initramfs; bench_names
-	picks benchmarks (all when empty)."""
+	picks benchmarks (all when empty), only picks suites (all when empty)."""
 	uapi = layout.obj(v) / 'uapi' / 'include'
 	suites = initramfs.discover(layout, 'suites')
+	if only:
+		unknown = sorted(set(only) - {p.name for p in suites})
+		if unknown:
+			raise GkiError(f'no guest suite named {", ".join(unknown)}')
+		suites = [p for p in suites if p.name in only]
 	bench = initramfs.discover(layout, 'bench')
 	if bench_names:
 		bench = [p for p in bench if p.name in bench_names]
@@ -165,16 +170,18 @@ def evaluate(v: Variant, runs: list[boot.Boot], tally: Tally) -> None:
 		      f'console: {b.log}', file=tally.out, flush=True)
 
 
-def guest(layout: Layout, vs: list[Variant], extra: list[Path], tally: Tally) -> None:
+def guest(layout: Layout, vs: list[Variant], extra: list[Path], tally: Tally,
+	  only: list[str] | None = None) -> None:
 	for v in vs:
 		info(f'booting the {v.name} GKI in QEMU')
-		initrd = prepare(layout, v, extra)
+		initrd = prepare(layout, v, extra, only=only)
 		evaluate(v, boots(layout, v, initrd, 'test'), tally)
 
 
-def guest_suites(layout: Layout, vs: list[Variant], extra: list[Path]) -> int:
+def guest_suites(layout: Layout, vs: list[Variant], extra: list[Path],
+		 only: list[str] | None = None) -> int:
 	tally = Tally()
-	guest(layout, vs, extra, tally)
+	guest(layout, vs, extra, tally, only)
 	return tally.close()
 
 
