@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Blocks: waiting for absent ones, delivering new ones from .cmd, and
+ * reading stored ones back with their CRC checked.
+ */
+#include <linux/crc32.h>
+#include <linux/dcache.h>
+#include <linux/jiffies.h>
+#include <linux/lz4.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "incfs.h"
+
+/* Records delivered per round: their data is copied in before bf_mutex. */
+#define WRITE_BATCH	16
+
+static void bme_get(struct incfs_node *node, u32 index,
+		    struct incfs_blockmap_entry *bme)
+{
+	lockdep_assert_held(&node->mi->pending_lock);
+	*bme = node->blocks[index];
+}
+
+static long sleep_for_block(struct incfs_mount *mi,
+			    struct incfs_pending_read *pr, enum incfs_wait how)
+{
+	long timeout = msecs_to_jiffies(mi->timeout_ms);
+
+	if (how == INCFS_WAIT_KILLABLE)
+		return wait_event_killable_timeout(mi->block_wq,
+						   READ_ONCE(pr->result),
+						   timeout);
+	return wait_event_interruptible_timeout(mi->block_wq,
+						READ_ONCE(pr->result), timeout);
+}
+
+/*
+ * Get block @index of a file, waiting for it as @how says.  Returns 0 with
+ * its blockmap entry in @bme, -EAGAIN (INCFS_NOWAIT), -ETIME, -ERESTARTSYS,
+ * -EINTR or -ENODEV (forced unmount).
+ */
+int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
+		     struct incfs_blockmap_entry *bme)
+{
+	struct incfs_mount *mi = node->mi;
+	struct incfs_pending_read pr = { .ino = node->ino, .index = index };
+	long left;
+
+	spin_lock(&mi->pending_lock);
+	bme_get(node, index, bme);
+	if (incfs_bme_present(bme)) {
+		spin_unlock(&mi->pending_lock);
+		return 0;
+	}
+	if (mi->shutdown || how == INCFS_NOWAIT || !mi->timeout_ms) {
+		spin_unlock(&mi->pending_lock);
+		return mi->shutdown ? -ENODEV :
+		       how == INCFS_NOWAIT ? -EAGAIN : -ETIME;
+	}
+	pr.serial = ++mi->last_serial;
+	list_add_tail(&pr.list, &mi->pending);
+	spin_unlock(&mi->pending_lock);
+	wake_up_all(&mi->pending_wq);
+
+	left = sleep_for_block(mi, &pr, how);
+
+	spin_lock(&mi->pending_lock);
+	list_del(&pr.list);
+	bme_get(node, index, bme);
+	spin_unlock(&mi->pending_lock);
+	if (incfs_bme_present(bme))
+		return 0;
+	if (pr.result < 0)
+		return pr.result;
+	return left < 0 ? left : -ETIME;
+}
+
+/* Wake the readers of a block just published; pending_lock held. */
+static void mark_arrived(struct incfs_mount *mi, u64 ino, u32 index)
+{
+	struct incfs_pending_read *pr;
+
+	lockdep_assert_held(&mi->pending_lock);
+	list_for_each_entry(pr, &mi->pending, list)
+		if (pr->ino == ino && pr->index == index)
+			WRITE_ONCE(pr->result, 1);
+}
+
+/* Forced unmount: fail every waiting read, and every later one. */
+void incfs_shutdown(struct incfs_mount *mi)
+{
+	struct incfs_pending_read *pr;
+
+	spin_lock(&mi->pending_lock);
+	mi->shutdown = true;
+	list_for_each_entry(pr, &mi->pending, list)
+		WRITE_ONCE(pr->result, -ENODEV);
+	spin_unlock(&mi->pending_lock);
+	wake_up_all(&mi->block_wq);
+	wake_up_all(&mi->pending_wq);
+}
+
+static int bad_block(struct inode *inode, u32 index, loff_t off,
+		     const char *what)
+{
+	struct dentry *alias = d_find_any_alias(inode);
+
+	pr_err_ratelimited("incfs: %pd (ino %lu) block %u: %s in backing file at offset %lld\n",
+			   alias, inode->i_ino, index, what, off);
+	dput(alias);
+	return -EIO;
+}
+
+/*
+ * Read stored block @index into @dst (a page) and zero the rest of the
+ * page.  @scratch is a block-sized buffer for compressed data, or NULL.
+ */
+int incfs_read_block(struct inode *inode, u32 index,
+		     const struct incfs_blockmap_entry *bme, void *dst,
+		     void *scratch)
+{
+	struct incfs_node *node = incfs_node(inode);
+	u32 len = incfs_block_len(node->size, index);
+	size_t stored = le16_to_cpu(bme->me_data_size);
+	loff_t off = incfs_bme_offset(bme);
+	bool lz4 = le16_to_cpu(bme->me_flags) & INCFS_BLOCK_COMPRESSED_LZ4;
+	void *buf = lz4 ? scratch : dst;
+	ssize_t n;
+	int err = 0;
+
+	if (lz4 && !scratch) {
+		buf = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+	}
+	n = incfs_bf_read(node->mi, buf, stored, off);
+	if (n != stored)
+		err = n < 0 ? n : bad_block(inode, index, off, "short read");
+	else if (crc32_le(0, buf, stored) != le32_to_cpu(bme->me_data_crc))
+		err = bad_block(inode, index, off, "data CRC mismatch");
+	else if (lz4 && LZ4_decompress_safe(buf, dst, stored, len) != len)
+		err = bad_block(inode, index, off, "bad LZ4 data");
+	if (buf != dst && buf != scratch)
+		kfree(buf);
+	if (!err)
+		memset(dst + len, 0, PAGE_SIZE - len);
+	return err;
+}
+
+/* A block being delivered: checked and copied in before bf_mutex. */
+struct new_block {
+	struct incfs_node *node;
+	u32 index;
+	u16 size;
+	u16 flags;
+	u32 crc;
+	loff_t off;
+	u8 *data;
+};
+
+static int check_block(struct incfs_mount *mi,
+		       const struct incfs_new_data_block *rec,
+		       struct new_block *nb, void *scratch)
+{
+	const void __user *data = u64_to_user_ptr(rec->data);
+	struct incfs_node *node = incfs_tree_get(mi, rec->file_ino);
+	u32 len;
+
+	if (!node)
+		return -ENOENT;
+	if (S_ISDIR(node->mode))
+		return -EISDIR;
+	if (rec->block_index >= node->block_count)
+		return -ERANGE;
+	if (rec->compression != COMPRESSION_NONE &&
+	    rec->compression != COMPRESSION_LZ4)
+		return -EINVAL;
+	if (!rec->data_len || rec->data_len > INCFS_DATA_FILE_BLOCK_SIZE)
+		return -EINVAL;
+	if (copy_from_user(nb->data, data, rec->data_len))
+		return -EFAULT;
+
+	len = incfs_block_len(node->size, rec->block_index);
+	if (rec->compression == COMPRESSION_NONE) {
+		if (rec->data_len != len)
+			return -EINVAL;
+	} else {
+		if (LZ4_decompress_safe(nb->data, scratch, rec->data_len,
+					INCFS_DATA_FILE_BLOCK_SIZE) != len)
+			return -EBADMSG;
+		nb->flags = INCFS_BLOCK_COMPRESSED_LZ4;
+	}
+	nb->node = node;
+	nb->index = rec->block_index;
+	nb->size = rec->data_len;
+	nb->crc = crc32_le(0, nb->data, nb->size);
+	return 0;
+}
+
+/* Make the on-disk blockmap of a file if it has none yet; bf_mutex held. */
+int incfs_ensure_blockmap(struct incfs_node *node)
+{
+	struct incfs_mount *mi = node->mi;
+	struct incfs_blockmap rec;
+	loff_t base;
+	int err;
+
+	lockdep_assert_held(&mi->bf_mutex);
+	if (node->bm_off || !node->block_count)
+		return 0;
+	err = incfs_bf_append_zeros(mi, (size_t)node->block_count *
+				    sizeof(struct incfs_blockmap_entry), &base);
+	if (err)
+		return err;
+	incfs_encode_blockmap(&rec, node->ino, base, node->block_count);
+	err = incfs_bf_append_md(mi, (union incfs_md_record *)&rec);
+	if (!err)
+		node->bm_off = base;
+	return err;
+}
+
+static bool block_present(struct new_block *nb)
+{
+	struct incfs_mount *mi = nb->node->mi;
+	bool present;
+
+	spin_lock(&mi->pending_lock);
+	present = incfs_bme_present(&nb->node->blocks[nb->index]);
+	spin_unlock(&mi->pending_lock);
+	return present;
+}
+
+static bool repeated(struct new_block *nb, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (nb[i].node == nb[n].node && nb[i].index == nb[n].index)
+			return true;
+	return false;
+}
+
+/*
+ * Store checked blocks: data first, made durable, then the blockmap
+ * entries that point to it, then the blocks are published to readers.
+ * A crash leaves each block either absent or whole.
+ */
+static int store_blocks(struct incfs_mount *mi, struct new_block *nb, int n)
+{
+	struct incfs_blockmap_entry bme;
+	loff_t start = -1, end = 0;
+	int i, err = 0;
+
+	mutex_lock(&mi->bf_mutex);
+	for (i = 0; i < n && !err; i++) {
+		nb[i].off = 0;
+		if (block_present(&nb[i]) || repeated(nb, i))
+			continue;
+		err = incfs_ensure_blockmap(nb[i].node);
+		if (!err)
+			err = incfs_bf_append(mi, nb[i].data, nb[i].size,
+					      &nb[i].off);
+		if (err)
+			nb[i].off = 0;
+		else if (start < 0)
+			start = nb[i].off;
+		end = nb[i].off + nb[i].size;
+	}
+	if (start >= 0) {
+		int serr = incfs_bf_sync(mi, start, end);
+
+		if (serr) {
+			err = serr;
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct incfs_node *node = nb[i].node;
+		int werr;
+
+		if (!nb[i].off)
+			continue;
+		incfs_encode_bme(&bme, nb[i].off, nb[i].size, nb[i].flags,
+				 nb[i].crc);
+		werr = incfs_bf_write(mi, &bme, sizeof(bme), node->bm_off +
+				      (loff_t)nb[i].index * sizeof(bme));
+		if (werr) {
+			err = err ?: werr;
+			break;
+		}
+		spin_lock(&mi->pending_lock);
+		node->blocks[nb[i].index] = bme;
+		mark_arrived(mi, node->ino, nb[i].index);
+		spin_unlock(&mi->pending_lock);
+	}
+out:
+	mutex_unlock(&mi->bf_mutex);
+	wake_up_all(&mi->block_wq);
+	return err;
+}
+
+/*
+ * write() on .cmd: an array of struct incfs_new_data_block.  Stops at the
+ * first bad record; returns the bytes of the records stored before it, or
+ * the error when the first record is bad.
+ */
+ssize_t incfs_write_blocks(struct incfs_mount *mi, const char __user *buf,
+			   size_t count)
+{
+	const size_t rec_size = sizeof(struct incfs_new_data_block);
+	struct new_block *nb;
+	size_t done = 0, total;
+	void *scratch;
+	int i, n, err = 0;
+
+	if (!count || count % rec_size)
+		return -EINVAL;
+	total = count / rec_size;
+	nb = kcalloc(WRITE_BATCH, sizeof(*nb), GFP_KERNEL);
+	scratch = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
+	for (i = 0; nb && i < WRITE_BATCH; i++) {
+		nb[i].data = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
+		if (!nb[i].data)
+			err = -ENOMEM;
+	}
+	if (!nb || !scratch)
+		err = -ENOMEM;
+
+	while (!err && done < total) {
+		for (n = 0; n < WRITE_BATCH && done + n < total; n++) {
+			struct incfs_new_data_block rec;
+
+			if (copy_from_user(&rec, buf + (done + n) * rec_size,
+					   rec_size)) {
+				err = -EFAULT;
+				break;
+			}
+			memset(&nb[n], 0, offsetof(struct new_block, data));
+			err = check_block(mi, &rec, &nb[n], scratch);
+			if (err)
+				break;
+		}
+		if (n) {
+			int serr = store_blocks(mi, nb, n);
+
+			if (serr) {
+				err = serr;
+				break;
+			}
+		}
+		done += n;
+		if (fatal_signal_pending(current) && !err && done < total)
+			err = -EINTR;
+	}
+
+	for (i = 0; nb && i < WRITE_BATCH; i++)
+		kfree(nb[i].data);
+	kfree(nb);
+	kfree(scratch);
+	return done ? done * rec_size : err;
+}

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Encoding and checking of the incfs on-disk format (see format.h).
+ *
+ * Everything here works on buffers and on a read callback, so the same
+ * code serves the mount scan and the KUnit tests.  Nothing read from an
+ * image is trusted: every size, offset and link is checked before use.
+ */
+#include <linux/crc32.h>
+#include <linux/errno.h>
+#include <linux/kernel.h>
+#include <linux/stddef.h>
+#include <linux/string.h>
+
+#include "format.h"
+
+void incfs_sb_init(struct incfs_super_block *sb)
+{
+	memset(sb, 0, sizeof(*sb));
+	sb->s_magic = cpu_to_le64(INCFS_MAGIC_NUMBER);
+	sb->s_version = cpu_to_le64(INCFS_FORMAT_V1);
+	sb->s_super_block_size = cpu_to_le16(sizeof(*sb));
+	sb->s_data_block_size = cpu_to_le16(INCFS_DATA_FILE_BLOCK_SIZE);
+}
+
+/* The size a record of @type has; 0 for an unknown type. */
+size_t incfs_md_size(u8 type)
+{
+	switch (type) {
+	case INCFS_MD_INODE:
+		return sizeof(struct incfs_inode);
+	case INCFS_MD_BLOCK_MAP:
+		return sizeof(struct incfs_blockmap);
+	case INCFS_MD_DIR_ACTION:
+		return sizeof(struct incfs_dir_action);
+	}
+	return 0;
+}
+
+/* h_next_md_offset is rewritten in place when a record is linked: no CRC. */
+u32 incfs_md_crc(const union incfs_md_record *rec)
+{
+	size_t size = le16_to_cpu(rec->h.h_record_size);
+	struct incfs_md_header h = rec->h;
+	u32 crc;
+
+	h.h_record_crc = 0;
+	h.h_next_md_offset = 0;
+	crc = crc32_le(0, (const u8 *)&h, sizeof(h));
+	return crc32_le(crc, (const u8 *)rec + sizeof(h), size - sizeof(h));
+}
+
+/* Make a record ready to append after the record at @prev. */
+void incfs_md_seal(union incfs_md_record *rec, loff_t prev)
+{
+	rec->h.h_prev_md_offset = cpu_to_le64(prev);
+	rec->h.h_next_md_offset = 0;
+	rec->h.h_record_crc = cpu_to_le32(incfs_md_crc(rec));
+}
+
+static void md_header_init(struct incfs_md_header *h, u8 type)
+{
+	memset(h, 0, sizeof(*h));
+	h->h_md_entry_type = type;
+	h->h_record_size = cpu_to_le16(incfs_md_size(type));
+}
+
+void incfs_encode_inode(struct incfs_inode *r, u64 ino, u64 size, u16 mode)
+{
+	memset(r, 0, sizeof(*r));
+	md_header_init(&r->i_header, INCFS_MD_INODE);
+	r->i_no = cpu_to_le64(ino);
+	r->i_size = cpu_to_le64(size);
+	r->i_mode = cpu_to_le16(mode);
+}
+
+void incfs_encode_blockmap(struct incfs_blockmap *r, u64 ino, loff_t base,
+			   u32 count)
+{
+	memset(r, 0, sizeof(*r));
+	md_header_init(&r->m_header, INCFS_MD_BLOCK_MAP);
+	r->m_inode = cpu_to_le64(ino);
+	r->m_base_offset = cpu_to_le64(base);
+	r->m_block_count = cpu_to_le32(count);
+}
+
+void incfs_encode_dir_action(struct incfs_dir_action *r, u8 type, u64 dir,
+			     u64 child, const char *name, u8 len)
+{
+	memset(r, 0, sizeof(*r));
+	md_header_init(&r->da_header, INCFS_MD_DIR_ACTION);
+	r->da_dir_inode = cpu_to_le64(dir);
+	r->da_entry_inode = cpu_to_le64(child);
+	r->da_type = type;
+	r->da_name_len = len;
+	memcpy(r->da_name, name, len);
+}
+
+void incfs_encode_bme(struct incfs_blockmap_entry *e, loff_t off, u16 size,
+		      u16 flags, u32 crc)
+{
+	e->me_data_offset_lo = cpu_to_le32(lower_32_bits(off));
+	e->me_data_offset_hi = cpu_to_le16(upper_32_bits(off));
+	e->me_data_size = cpu_to_le16(size);
+	e->me_flags = cpu_to_le16(flags);
+	e->me_data_crc = cpu_to_le32(crc);
+}
+
+/* A name for a directory entry: 1..255 bytes, no '/' or NUL, not . or .. */
+bool incfs_name_valid(const char *name, size_t len)
+{
+	if (len == 0 || len > INCFS_MAX_NAME_LEN)
+		return false;
+	if (memchr(name, '/', len) || memchr(name, '\0', len))
+		return false;
+	if (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')))
+		return false;
+	return true;
+}
+
+static int walk_fail(struct incfs_walk *w, loff_t off, int err,
+		     const char *why)
+{
+	w->bad_off = off;
+	w->why = why;
+	return err;
+}
+
+static int walk_read(struct incfs_walk *w, void *buf, size_t len, loff_t pos)
+{
+	ssize_t n = w->read(w->ctx, buf, len, pos);
+
+	if (n < 0)
+		return walk_fail(w, pos, n, "read error");
+	if (n != len)
+		return walk_fail(w, pos, -EIO, "short read");
+	return 0;
+}
+
+/*
+ * A file shorter than a superblock can only come from a crash while the
+ * superblock of a new image was written: its bytes are a prefix of a fresh
+ * superblock.  Anything else is not ours.
+ */
+static int check_short_image(struct incfs_walk *w)
+{
+	struct incfs_super_block fresh, got;
+	int err;
+
+	if (w->size == 0)
+		return INCFS_IMAGE_EMPTY;
+	err = walk_read(w, &got, w->size, 0);
+	if (err)
+		return err;
+	incfs_sb_init(&fresh);
+	if (memcmp(&got, &fresh, w->size))
+		return walk_fail(w, 0, -EINVAL, "too short for a superblock");
+	return INCFS_IMAGE_EMPTY;
+}
+
+/*
+ * Check the superblock and get ready to walk the chain.  Returns 0,
+ * INCFS_IMAGE_EMPTY when the caller should write a new superblock, or a
+ * negative errno with @w->why set.
+ */
+int incfs_walk_start(struct incfs_walk *w, incfs_read_fn read, void *ctx,
+		     loff_t size)
+{
+	struct incfs_super_block sb;
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->read = read;
+	w->ctx = ctx;
+	w->size = size;
+	if (size < (loff_t)sizeof(sb))
+		return check_short_image(w);
+
+	err = walk_read(w, &sb, sizeof(sb), 0);
+	if (err)
+		return err;
+	if (le64_to_cpu(sb.s_magic) != INCFS_MAGIC_NUMBER)
+		return walk_fail(w, 0, -EINVAL, "bad magic");
+	if (le64_to_cpu(sb.s_version) != INCFS_FORMAT_V1)
+		return walk_fail(w, 0, -EINVAL, "unsupported version");
+	if (le16_to_cpu(sb.s_super_block_size) != sizeof(sb) ||
+	    le16_to_cpu(sb.s_data_block_size) != INCFS_DATA_FILE_BLOCK_SIZE)
+		return walk_fail(w, 0, -EINVAL, "bad superblock sizes");
+	if (sb.s_flags)
+		return walk_fail(w, 0, -EINVAL, "unknown superblock flags");
+
+	w->next = le64_to_cpu(sb.s_first_md_offset);
+	w->link_pos = offsetof(struct incfs_super_block, s_first_md_offset);
+	w->prev_end = sizeof(sb);
+	return 0;
+}
+
+/*
+ * Read the next record of the chain into @w->rec.  Returns 1 for a record,
+ * 0 at the end of the chain (@w->torn tells whether a cut-off record ended
+ * it), or a negative errno: -EINVAL for a malformed record, -EBADMSG for a
+ * CRC mismatch, -EILSEQ for a link that no append could have written.
+ */
+int incfs_walk_next(struct incfs_walk *w)
+{
+	loff_t off = w->next;
+	size_t size;
+	int err;
+
+	if (off == 0)
+		return 0;
+	if (off < w->prev_end)
+		return walk_fail(w, off, -EILSEQ, "chain points backwards");
+	if (off + (loff_t)sizeof(w->rec.h) > w->size) {
+		/* Linked, but cut off by a crash: the end of the chain. */
+		w->torn = true;
+		return 0;
+	}
+	err = walk_read(w, &w->rec.h, sizeof(w->rec.h), off);
+	if (err)
+		return err;
+	size = incfs_md_size(w->rec.h.h_md_entry_type);
+	if (!size)
+		return walk_fail(w, off, -EINVAL, "unknown record type");
+	if (le16_to_cpu(w->rec.h.h_record_size) != size)
+		return walk_fail(w, off, -EINVAL, "bad record size");
+	if (off + (loff_t)size > w->size) {
+		w->torn = true;
+		return 0;
+	}
+	err = walk_read(w, &w->rec, size, off);
+	if (err)
+		return err;
+	if (le32_to_cpu(w->rec.h.h_record_crc) != incfs_md_crc(&w->rec))
+		return walk_fail(w, off, -EBADMSG, "bad record CRC");
+	if (le64_to_cpu(w->rec.h.h_prev_md_offset) != w->prev)
+		return walk_fail(w, off, -EILSEQ, "prev link does not match");
+
+	w->rec_off = off;
+	w->prev = off;
+	w->link_pos = off + offsetof(struct incfs_md_header, h_next_md_offset);
+	w->next = le64_to_cpu(w->rec.h.h_next_md_offset);
+	w->gap_start = w->prev_end;
+	w->prev_end = off + size;
+	return 1;
+}
+
+/*
+ * Check the blockmap record just read against its file's size: the area is
+ * appended just before its record, after the previous record, so it can
+ * overlap no metadata.
+ */
+int incfs_check_blockmap(struct incfs_walk *w, u64 file_size)
+{
+	const struct incfs_blockmap *bm = &w->rec.bm;
+	u32 count = le32_to_cpu(bm->m_block_count);
+	loff_t base = le64_to_cpu(bm->m_base_offset);
+
+	if (count != incfs_blocks_for_size(file_size))
+		return walk_fail(w, w->rec_off, -EINVAL,
+				 "block count does not match the file size");
+	if (base < w->gap_start ||
+	    base + (loff_t)count * sizeof(struct incfs_blockmap_entry) >
+	    w->rec_off)
+		return walk_fail(w, w->rec_off, -EINVAL,
+				 "blockmap overlaps metadata");
+	return 0;
+}
+
+/*
+ * Check a blockmap entry of a block whose uncompressed length is
+ * @block_len.  Returns INCFS_BME_PRESENT, INCFS_BME_ABSENT, INCFS_BME_TORN
+ * (data past the end of the image: lost in a crash), or -EINVAL.
+ */
+int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t image_size,
+		    u32 block_len, const char **why)
+{
+	loff_t off = incfs_bme_offset(e);
+	u16 size = le16_to_cpu(e->me_data_size);
+	u16 flags = le16_to_cpu(e->me_flags);
+
+	if (!off && !size && !flags && !e->me_data_crc)
+		return INCFS_BME_ABSENT;
+	*why = "bad blockmap entry";
+	if (off < (loff_t)sizeof(struct incfs_super_block) || !size ||
+	    size > INCFS_DATA_FILE_BLOCK_SIZE ||
+	    (flags & ~INCFS_BLOCK_COMPRESSED_LZ4))
+		return -EINVAL;
+	if (!(flags & INCFS_BLOCK_COMPRESSED_LZ4) && size != block_len)
+		return -EINVAL;
+	if (off + size > image_size)
+		return INCFS_BME_TORN;
+	return INCFS_BME_PRESENT;
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * incfs in-memory structures and the interfaces between its files:
+ *
+ *	main.c		module init, sysfs
+ *	super.c		mount options, superblock, unmount
+ *	scan.c		rebuilding the state from a backing file at mount
+ *	tree.c		the namespace: nodes, names, instructions
+ *	data.c		blocks: presence, waiting reads, delivery, reading
+ *	backing.c	I/O on the backing file
+ *	cmd.c		the .cmd file: ioctl, write, read, poll
+ *	inode.c		VFS inodes, directories, files, address space
+ *	format.c	on-disk format (format.h)
+ *
+ * Locking, outermost first:
+ *
+ *	bf_mutex	the backing file's end and metadata chain; every change
+ *			of the namespace (so a check made under tree_mutex
+ *			holds until the change is applied).
+ *	tree_mutex	nodes, names, link counts, node_count, next_ino.
+ *	pending_lock	(spinlock) every file's in-memory blockmap, the
+ *			pending-read list and serials, shutdown.
+ *
+ * A reader checks a block and registers as waiting under pending_lock; a
+ * writer publishes a block and marks its waiters under pending_lock.  So a
+ * block that arrives between the check and the sleep cannot be missed.
+ */
+#ifndef _INCFS_H
+#define _INCFS_H
+
+#include <linux/fs.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include "format.h"
+
+#define INCFS_VERSION		1
+#define INCFS_DEFAULT_TIMEOUT_MS 1000
+
+struct incfs_mount;
+
+/* A file or directory.  Nodes live until unmount: pointers stay valid. */
+struct incfs_node {
+	struct incfs_mount *mi;
+	u64 ino;
+	umode_t mode;
+	u64 size;
+
+	/* tree_mutex: names (incfs_dirent.child_link) and the link count */
+	struct list_head names;
+	unsigned int nlink;
+
+	/* Directories.  tree_mutex: entries, by cookie; next_cookie */
+	struct list_head entries;
+	u64 next_cookie;
+
+	/* Files.  pending_lock: blocks[]; bf_mutex: bm_off (0: none yet) */
+	struct incfs_blockmap_entry *blocks;
+	u32 block_count;
+	loff_t bm_off;
+};
+
+/* A name of a node in a directory. */
+struct incfs_dirent {
+	struct list_head sibling;	/* in parent->entries */
+	struct list_head child_link;	/* in child->names */
+	struct incfs_node *parent;
+	struct incfs_node *child;
+	u64 cookie;			/* readdir position, stable */
+	u8 len;
+	char name[];
+};
+
+/* A read waiting for a block; lives on the reader's stack. */
+struct incfs_pending_read {
+	struct list_head list;		/* in mi->pending, oldest first */
+	u64 ino;
+	u32 index;
+	u32 serial;
+	int result;			/* 0 waiting, 1 arrived, -ENODEV */
+};
+
+struct incfs_mount {
+	struct super_block *sb;
+	const struct cred *cred;	/* the mounter's, for backing I/O */
+	unsigned int timeout_ms;
+	struct list_head busy_link;	/* in the list of backing files */
+
+	struct mutex bf_mutex;		/* see the top of this file */
+	struct file *bf;		/* private to the mount */
+	loff_t last_md;			/* bf_mutex: last record, 0: none */
+
+	struct mutex tree_mutex;	/* see the top of this file */
+	struct xarray nodes;		/* ino -> node; stores: tree_mutex */
+	struct incfs_node *root;
+	unsigned int node_count;	/* with the root */
+	u64 next_ino;
+	/* Bumped on every name change; d_revalidate reads it locklessly. */
+	unsigned long generation;
+
+	spinlock_t pending_lock;	/* see the top of this file */
+	struct list_head pending;
+	u32 last_serial;
+	bool shutdown;
+	wait_queue_head_t block_wq;	/* readers waiting for blocks */
+	wait_queue_head_t pending_wq;	/* .cmd readers and pollers */
+};
+
+static inline struct incfs_mount *incfs_sb(struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+static inline struct incfs_node *incfs_node(struct inode *inode)
+{
+	return inode->i_private;
+}
+
+static inline bool incfs_bme_present(const struct incfs_blockmap_entry *e)
+{
+	return e->me_data_size != 0;
+}
+
+/* super.c */
+extern struct file_system_type incfs_fs_type;
+
+/* scan.c */
+int incfs_scan(struct incfs_mount *mi);
+
+/* tree.c */
+struct incfs_node *incfs_node_alloc(struct incfs_mount *mi, u64 ino,
+				    umode_t mode, u64 size);
+void incfs_node_free(struct incfs_node *node);
+int incfs_tree_insert(struct incfs_mount *mi, struct incfs_node *node);
+struct incfs_node *incfs_tree_get(struct incfs_mount *mi, u64 ino);
+struct incfs_node *incfs_tree_lookup(struct incfs_node *dir, const char *name,
+				     size_t len);
+int incfs_tree_check_new(struct incfs_mount *mi, umode_t mode, u64 size);
+int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
+		       u64 child_ino, const char *name, size_t len,
+		       bool persist);
+void incfs_tree_free(struct incfs_mount *mi);
+int incfs_new_file(struct incfs_mount *mi, u16 mode, u64 size, u64 *ino);
+
+/* data.c */
+enum incfs_wait {
+	INCFS_NOWAIT,			/* readahead */
+	INCFS_WAIT_KILLABLE,		/* page faults */
+	INCFS_WAIT_INTERRUPTIBLE,	/* read(2) */
+};
+
+int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
+		     struct incfs_blockmap_entry *bme);
+int incfs_read_block(struct inode *inode, u32 index,
+		     const struct incfs_blockmap_entry *bme, void *dst,
+		     void *scratch);
+ssize_t incfs_write_blocks(struct incfs_mount *mi, const char __user *buf,
+			   size_t count);
+int incfs_ensure_blockmap(struct incfs_node *node);
+void incfs_shutdown(struct incfs_mount *mi);
+
+/* backing.c */
+ssize_t incfs_bf_read(struct incfs_mount *mi, void *buf, size_t len,
+		      loff_t pos);
+int incfs_bf_write(struct incfs_mount *mi, const void *buf, size_t len,
+		   loff_t pos);
+int incfs_bf_sync(struct incfs_mount *mi, loff_t start, loff_t end);
+loff_t incfs_bf_end(struct incfs_mount *mi);
+int incfs_bf_append(struct incfs_mount *mi, const void *buf, size_t len,
+		    loff_t *pos);
+int incfs_bf_append_zeros(struct incfs_mount *mi, size_t len, loff_t *pos);
+int incfs_bf_append_md(struct incfs_mount *mi, union incfs_md_record *rec);
+int incfs_bf_init(struct incfs_mount *mi);
+
+/* cmd.c */
+extern const struct file_operations incfs_cmd_fops;
+
+/* inode.c */
+struct inode *incfs_iget(struct super_block *sb, struct incfs_node *node);
+struct inode *incfs_cmd_inode(struct super_block *sb);
+extern const struct dentry_operations incfs_dentry_ops;
+
+#endif /* _INCFS_H */

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The VFS side: inodes, a read-only directory tree, and files whose pages
+ * are filled from the backing file as their blocks arrive.
+ */
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/namei.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+
+#include "incfs.h"
+
+static const struct inode_operations incfs_dir_iops;
+static const struct inode_operations incfs_file_iops;
+static const struct file_operations incfs_dir_fops;
+static const struct file_operations incfs_file_fops;
+static const struct address_space_operations incfs_aops;
+
+static void init_common(struct inode *inode, umode_t mode)
+{
+	struct incfs_mount *mi = incfs_sb(inode->i_sb);
+	struct timespec64 t = inode_set_ctime_current(inode);
+
+	inode->i_mode = mode;
+	inode->i_uid = mi->cred->fsuid;
+	inode->i_gid = mi->cred->fsgid;
+	inode_set_atime_to_ts(inode, t);
+	inode_set_mtime_to_ts(inode, t);
+}
+
+struct inode *incfs_iget(struct super_block *sb, struct incfs_node *node)
+{
+	struct inode *inode = iget_locked(sb, node->ino);
+
+	if (!inode)
+		return ERR_PTR(-ENOMEM);
+	if (!(inode->i_state & I_NEW))
+		return inode;
+
+	init_common(inode, node->mode);
+	inode->i_private = node;
+	set_nlink(inode, READ_ONCE(node->nlink));
+	if (S_ISDIR(node->mode)) {
+		inode->i_op = &incfs_dir_iops;
+		inode->i_fop = &incfs_dir_fops;
+	} else {
+		inode->i_op = &incfs_file_iops;
+		inode->i_fop = &incfs_file_fops;
+		inode->i_mapping->a_ops = &incfs_aops;
+		i_size_write(inode, node->size);
+		inode->i_blocks = node->size >> 9;
+	}
+	unlock_new_inode(inode);
+	return inode;
+}
+
+/* .cmd: only its owner, the mounter, may use it. */
+struct inode *incfs_cmd_inode(struct super_block *sb)
+{
+	struct inode *inode = iget_locked(sb, INCFS_COMMAND_INODE);
+
+	if (!inode)
+		return ERR_PTR(-ENOMEM);
+	if (!(inode->i_state & I_NEW))
+		return inode;
+	init_common(inode, S_IFREG | 0600);
+	inode->i_op = &incfs_file_iops;
+	inode->i_fop = &incfs_cmd_fops;
+	unlock_new_inode(inode);
+	return inode;
+}
+
+/* The tree changes only through .cmd. */
+static int incfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+			 struct iattr *attr)
+{
+	return -EPERM;
+}
+
+static int incfs_getattr(struct mnt_idmap *idmap, const struct path *path,
+			 struct kstat *stat, u32 request_mask,
+			 unsigned int flags)
+{
+	struct inode *inode = d_inode(path->dentry);
+	struct incfs_node *node = incfs_node(inode);
+
+	generic_fillattr(idmap, request_mask, inode, stat);
+	if (node)
+		stat->nlink = READ_ONCE(node->nlink);
+	return 0;
+}
+
+static struct dentry *incfs_lookup(struct inode *dir, struct dentry *dentry,
+				   unsigned int flags)
+{
+	struct incfs_mount *mi = incfs_sb(dir->i_sb);
+	struct incfs_node *node;
+	struct inode *inode = NULL;
+
+	if (dentry->d_name.len > INCFS_MAX_NAME_LEN)
+		return ERR_PTR(-ENAMETOOLONG);
+	if (incfs_node(dir) == mi->root && !strcmp(dentry->d_name.name, ".cmd"))
+		return d_splice_alias(incfs_cmd_inode(dir->i_sb), dentry);
+
+	mutex_lock(&mi->tree_mutex);
+	node = incfs_tree_lookup(incfs_node(dir), dentry->d_name.name,
+				 dentry->d_name.len);
+	dentry->d_time = mi->generation;
+	mutex_unlock(&mi->tree_mutex);
+	if (node)
+		inode = incfs_iget(dir->i_sb, node);
+	return d_splice_alias(inode, dentry);
+}
+
+/*
+ * A cached name stays valid while no name changed since it was looked up;
+ * otherwise look it up again.
+ */
+static int incfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	struct incfs_mount *mi = incfs_sb(dentry->d_sb);
+	struct incfs_node *dir, *node;
+	struct dentry *parent;
+	struct inode *inode;
+	int valid;
+
+	if (dentry->d_time == READ_ONCE(mi->generation))
+		return 1;
+	if (flags & LOOKUP_RCU)
+		return -ECHILD;
+
+	parent = dget_parent(dentry);
+	dir = incfs_node(d_inode(parent));
+	inode = d_inode(dentry);
+	if (inode && inode->i_ino == INCFS_COMMAND_INODE) {
+		dput(parent);
+		return 1;
+	}
+	mutex_lock(&mi->tree_mutex);
+	node = incfs_tree_lookup(dir, dentry->d_name.name, dentry->d_name.len);
+	valid = inode ? node == incfs_node(inode) : !node;
+	if (valid)
+		dentry->d_time = mi->generation;
+	mutex_unlock(&mi->tree_mutex);
+	dput(parent);
+	return valid;
+}
+
+const struct dentry_operations incfs_dentry_ops = {
+	.d_revalidate	= incfs_d_revalidate,
+};
+
+/* Positions: 0 ".", 1 "..", 2 ".cmd" in the root, 3 + cookie for names. */
+static int incfs_readdir(struct file *file, struct dir_context *ctx)
+{
+	struct inode *inode = file_inode(file);
+	struct incfs_mount *mi = incfs_sb(inode->i_sb);
+	struct incfs_node *dir = incfs_node(inode);
+	struct incfs_dirent *de;
+
+	if (!dir_emit_dots(file, ctx))
+		return 0;
+	if (ctx->pos == 2) {
+		if (dir == mi->root &&
+		    !dir_emit(ctx, ".cmd", 4, INCFS_COMMAND_INODE, DT_REG))
+			return 0;
+		ctx->pos = 3;
+	}
+	mutex_lock(&mi->tree_mutex);
+	list_for_each_entry(de, &dir->entries, sibling) {
+		if (de->cookie + 3 < ctx->pos)
+			continue;
+		if (!dir_emit(ctx, de->name, de->len, de->child->ino,
+			      S_ISDIR(de->child->mode) ? DT_DIR : DT_REG))
+			break;
+		ctx->pos = de->cookie + 4;
+	}
+	mutex_unlock(&mi->tree_mutex);
+	return 0;
+}
+
+static int incfs_create(struct mnt_idmap *idmap, struct inode *dir,
+			struct dentry *dentry, umode_t mode, bool excl)
+{
+	return -EPERM;
+}
+
+static int incfs_mkdir(struct mnt_idmap *idmap, struct inode *dir,
+		       struct dentry *dentry, umode_t mode)
+{
+	return -EPERM;
+}
+
+static int incfs_mknod(struct mnt_idmap *idmap, struct inode *dir,
+		       struct dentry *dentry, umode_t mode, dev_t dev)
+{
+	return -EPERM;
+}
+
+static int incfs_symlink(struct mnt_idmap *idmap, struct inode *dir,
+			 struct dentry *dentry, const char *target)
+{
+	return -EPERM;
+}
+
+static int incfs_link(struct dentry *old, struct inode *dir,
+		      struct dentry *dentry)
+{
+	return -EPERM;
+}
+
+static int incfs_unlink(struct inode *dir, struct dentry *dentry)
+{
+	return -EPERM;
+}
+
+static int incfs_rename(struct mnt_idmap *idmap, struct inode *old_dir,
+			struct dentry *old, struct inode *new_dir,
+			struct dentry *new, unsigned int flags)
+{
+	return -EPERM;
+}
+
+static int incfs_tmpfile(struct mnt_idmap *idmap, struct inode *dir,
+			 struct file *file, umode_t mode)
+{
+	return -EPERM;
+}
+
+static const struct inode_operations incfs_dir_iops = {
+	.lookup		= incfs_lookup,
+	.getattr	= incfs_getattr,
+	.setattr	= incfs_setattr,
+	.create		= incfs_create,
+	.mkdir		= incfs_mkdir,
+	.mknod		= incfs_mknod,
+	.symlink	= incfs_symlink,
+	.link		= incfs_link,
+	.unlink		= incfs_unlink,
+	.rmdir		= incfs_unlink,
+	.rename		= incfs_rename,
+	.tmpfile	= incfs_tmpfile,
+};
+
+static const struct inode_operations incfs_file_iops = {
+	.getattr	= incfs_getattr,
+	.setattr	= incfs_setattr,
+};
+
+static const struct file_operations incfs_dir_fops = {
+	.llseek		= generic_file_llseek,
+	.read		= generic_read_dir,
+	.iterate_shared	= incfs_readdir,
+};
+
+static int incfs_file_open(struct inode *inode, struct file *file)
+{
+	if ((file->f_mode & FMODE_WRITE) || (file->f_flags & O_TRUNC))
+		return -EPERM;
+	return generic_file_open(inode, file);
+}
+
+/*
+ * read(2) waits for the blocks it covers here, interruptibly, before the
+ * page cache is asked for them: read_folio() can only wait killably, since
+ * an error from it becomes SIGBUS in a page fault.  A read that reaches an
+ * absent block after present ones returns what precedes it.
+ */
+static ssize_t incfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	struct incfs_node *node = incfs_node(inode);
+	struct incfs_blockmap_entry bme;
+	loff_t pos = iocb->ki_pos, end;
+	u32 i, first, last;
+	int err;
+
+	if (pos >= node->size || !iov_iter_count(to))
+		return 0;
+	end = min_t(loff_t, node->size, pos + iov_iter_count(to));
+	first = pos >> PAGE_SHIFT;
+	last = (end - 1) >> PAGE_SHIFT;
+	for (i = first; i <= last; i++) {
+		err = incfs_wait_block(node, i, INCFS_WAIT_INTERRUPTIBLE, &bme);
+		if (!err)
+			continue;
+		if (i == first)
+			return err;
+		iov_iter_truncate(to, ((loff_t)i << PAGE_SHIFT) - pos);
+		break;
+	}
+	return generic_file_read_iter(iocb, to);
+}
+
+static const struct file_operations incfs_file_fops = {
+	.open		= incfs_file_open,
+	.llseek		= generic_file_llseek,
+	.read_iter	= incfs_read_iter,
+	.mmap		= generic_file_readonly_mmap,
+	.splice_read	= filemap_splice_read,
+};
+
+static int fill_folio(struct inode *inode, struct folio *folio,
+		      enum incfs_wait how, void *scratch)
+{
+	struct incfs_blockmap_entry bme;
+	void *addr;
+	int err;
+
+	err = incfs_wait_block(incfs_node(inode), folio->index, how, &bme);
+	if (err)
+		return err;
+	addr = kmap_local_folio(folio, 0);
+	err = incfs_read_block(inode, folio->index, &bme, addr, scratch);
+	kunmap_local(addr);
+	if (!err)
+		folio_mark_uptodate(folio);
+	return err;
+}
+
+static int incfs_read_folio(struct file *file, struct folio *folio)
+{
+	int err = fill_folio(folio->mapping->host, folio, INCFS_WAIT_KILLABLE,
+			     NULL);
+
+	folio_unlock(folio);
+	return err;
+}
+
+/*
+ * Readahead never waits: it fills the window up to the first absent
+ * block, and the core drops the rest.  Only the page a reader actually
+ * needs waits, in read_folio().
+ */
+static void incfs_readahead(struct readahead_control *rac)
+{
+	void *scratch = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
+	struct inode *inode = rac->mapping->host;
+	struct folio *folio;
+	int err = 0;
+
+	while (!err && (folio = readahead_folio(rac))) {
+		err = fill_folio(inode, folio, INCFS_NOWAIT, scratch);
+		folio_unlock(folio);
+	}
+	kfree(scratch);
+}
+
+static const struct address_space_operations incfs_aops = {
+	.read_folio	= incfs_read_folio,
+	.readahead	= incfs_readahead,
+};

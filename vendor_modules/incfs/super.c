@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Mounting: options, the superblock, and unmounting.
+ */
+#include <linux/cred.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/slab.h>
+#include <linux/statfs.h>
+
+#include "incfs.h"
+
+/* Backing files of all mounts, so that one is not mounted twice. */
+static DEFINE_MUTEX(busy_mutex);
+static LIST_HEAD(busy_list);	/* of incfs_mount.busy_link; busy_mutex */
+
+struct incfs_fs_context {
+	struct file *bf;
+	unsigned int timeout_ms;
+};
+
+enum { OPT_BACKING_FD, OPT_READ_TIMEOUT_MS };
+
+static const struct fs_parameter_spec incfs_param_specs[] = {
+	fsparam_fd("backing_fd", OPT_BACKING_FD),
+	fsparam_u32("read_timeout_ms", OPT_READ_TIMEOUT_MS),
+	/* The spelling of the 2019 documentation. */
+	fsparam_u32("read_timeout_msc", OPT_READ_TIMEOUT_MS),
+	{}
+};
+
+/*
+ * The mount gets a file of its own on the backing file, opened with the
+ * mounter's credentials: no O_APPEND, no shared position, and I/O keeps
+ * working after the caller closes its descriptor.
+ */
+static int open_backing(struct fs_context *fc, unsigned int fd)
+{
+	struct incfs_fs_context *ctx = fc->fs_private;
+	struct file *user, *bf;
+
+	user = fget(fd);
+	if (!user)
+		return errorfc(fc, "backing_fd %u is not open", fd), -EBADF;
+	if ((user->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE)) {
+		fput(user);
+		return errorfc(fc, "backing_fd must be open for reading and writing"),
+		       -EBADF;
+	}
+	if (!S_ISREG(file_inode(user)->i_mode) ||
+	    file_inode(user)->i_sb->s_type == &incfs_fs_type) {
+		fput(user);
+		return invalfc(fc, "backing file must be a regular file outside incfs");
+	}
+	bf = dentry_open(&user->f_path, O_RDWR | O_LARGEFILE, current_cred());
+	fput(user);
+	if (IS_ERR(bf))
+		return PTR_ERR(bf);
+	if (ctx->bf)
+		fput(ctx->bf);
+	ctx->bf = bf;
+	return 0;
+}
+
+static int incfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct incfs_fs_context *ctx = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, incfs_param_specs, param, &result);
+	if (opt < 0)
+		return opt;
+	switch (opt) {
+	case OPT_BACKING_FD:
+		return open_backing(fc, result.uint_32);
+	case OPT_READ_TIMEOUT_MS:
+		ctx->timeout_ms = result.uint_32;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static struct incfs_mount *mount_alloc(struct super_block *sb,
+				       struct incfs_fs_context *ctx)
+{
+	struct incfs_mount *mi = kzalloc(sizeof(*mi), GFP_KERNEL);
+
+	if (!mi)
+		return NULL;
+	mi->sb = sb;
+	mi->cred = get_current_cred();
+	mi->timeout_ms = ctx->timeout_ms;
+	INIT_LIST_HEAD(&mi->busy_link);
+	mutex_init(&mi->bf_mutex);
+	mutex_init(&mi->tree_mutex);
+	xa_init(&mi->nodes);
+	mi->next_ino = INCFS_ROOT_INODE + 1;
+	spin_lock_init(&mi->pending_lock);
+	INIT_LIST_HEAD(&mi->pending);
+	init_waitqueue_head(&mi->block_wq);
+	init_waitqueue_head(&mi->pending_wq);
+	return mi;
+}
+
+static void mount_free(struct incfs_mount *mi)
+{
+	mutex_lock(&busy_mutex);
+	list_del_init(&mi->busy_link);
+	mutex_unlock(&busy_mutex);
+	if (mi->bf) {
+		incfs_bf_sync(mi, 0, LLONG_MAX);
+		fput(mi->bf);
+	}
+	incfs_tree_free(mi);
+	put_cred(mi->cred);
+	kfree(mi);
+}
+
+static int claim_backing(struct incfs_mount *mi, struct file *bf)
+{
+	struct incfs_mount *other;
+	int err = 0;
+
+	mutex_lock(&busy_mutex);
+	list_for_each_entry(other, &busy_list, busy_link)
+		if (file_inode(other->bf) == file_inode(bf))
+			err = -EBUSY;
+	if (!err) {
+		mi->bf = bf;
+		list_add(&mi->busy_link, &busy_list);
+	}
+	mutex_unlock(&busy_mutex);
+	return err;
+}
+
+static void incfs_umount_begin(struct super_block *sb)
+{
+	incfs_shutdown(incfs_sb(sb));
+}
+
+static const struct super_operations incfs_sops = {
+	.statfs		= simple_statfs,
+	.umount_begin	= incfs_umount_begin,
+};
+
+static int incfs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct incfs_fs_context *ctx = fc->fs_private;
+	struct incfs_mount *mi;
+	struct inode *root;
+	int err;
+
+	if (!ctx->bf)
+		return invalfc(fc, "backing_fd is required");
+	mi = mount_alloc(sb, ctx);
+	if (!mi)
+		return -ENOMEM;
+	sb->s_fs_info = mi;
+	sb->s_magic = INCFS_MAGIC_NUMBER;
+	sb->s_op = &incfs_sops;
+	sb->s_d_op = &incfs_dentry_ops;
+	sb->s_maxbytes = INCFS_MAX_FILE_SIZE;
+	sb->s_blocksize = INCFS_DATA_FILE_BLOCK_SIZE;
+	sb->s_blocksize_bits = ilog2(INCFS_DATA_FILE_BLOCK_SIZE);
+	sb->s_time_gran = 1;
+
+	err = claim_backing(mi, ctx->bf);
+	if (err)
+		return errorfc(fc, "backing file is already mounted"), err;
+	ctx->bf = NULL;
+
+	mi->root = incfs_node_alloc(mi, INCFS_ROOT_INODE, S_IFDIR | 0555, 0);
+	if (!mi->root)
+		return -ENOMEM;
+	err = incfs_tree_insert(mi, mi->root);
+	if (err) {
+		incfs_node_free(mi->root);
+		return err;
+	}
+	err = incfs_scan(mi);
+	if (err)
+		return err;
+
+	root = incfs_iget(sb, mi->root);
+	if (IS_ERR(root))
+		return PTR_ERR(root);
+	sb->s_root = d_make_root(root);
+	return sb->s_root ? 0 : -ENOMEM;
+}
+
+static int incfs_get_tree(struct fs_context *fc)
+{
+	return get_tree_nodev(fc, incfs_fill_super);
+}
+
+static void incfs_free_fc(struct fs_context *fc)
+{
+	struct incfs_fs_context *ctx = fc->fs_private;
+
+	if (ctx->bf)
+		fput(ctx->bf);
+	kfree(ctx);
+}
+
+static const struct fs_context_operations incfs_context_ops = {
+	.parse_param	= incfs_parse_param,
+	.get_tree	= incfs_get_tree,
+	.free		= incfs_free_fc,
+};
+
+static int incfs_init_fs_context(struct fs_context *fc)
+{
+	struct incfs_fs_context *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+
+	if (!ctx)
+		return -ENOMEM;
+	ctx->timeout_ms = INCFS_DEFAULT_TIMEOUT_MS;
+	fc->fs_private = ctx;
+	fc->ops = &incfs_context_ops;
+	return 0;
+}
+
+static void incfs_kill_sb(struct super_block *sb)
+{
+	struct incfs_mount *mi = incfs_sb(sb);
+
+	kill_anon_super(sb);
+	if (mi)
+		mount_free(mi);
+}
+
+struct file_system_type incfs_fs_type = {
+	.owner			= THIS_MODULE,
+	.name			= INCFS_NAME,
+	.init_fs_context	= incfs_init_fs_context,
+	.parameters		= incfs_param_specs,
+	.kill_sb		= incfs_kill_sb,
+};
+MODULE_ALIAS_FS(INCFS_NAME);

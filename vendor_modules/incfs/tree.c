@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The namespace: nodes (files and directories, by inode number) and the
+ * names linking them.  Instructions from .cmd and records replayed at mount
+ * go through the same checks, so an image can only hold what an
+ * instruction could have made.
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "incfs.h"
+
+static const char cmd_name[] = ".cmd";
+
+struct incfs_node *incfs_node_alloc(struct incfs_mount *mi, u64 ino,
+				    umode_t mode, u64 size)
+{
+	struct incfs_node *node = kzalloc(sizeof(*node), GFP_KERNEL);
+
+	if (!node)
+		return NULL;
+	node->mi = mi;
+	node->ino = ino;
+	node->mode = (mode & S_IFMT) | (mode & 0555);
+	INIT_LIST_HEAD(&node->names);
+	INIT_LIST_HEAD(&node->entries);
+	if (S_ISDIR(mode)) {
+		node->nlink = 2;
+		return node;
+	}
+	node->size = size;
+	node->block_count = incfs_blocks_for_size(size);
+	if (node->block_count) {
+		node->blocks = kvcalloc(node->block_count,
+					sizeof(*node->blocks), GFP_KERNEL);
+		if (!node->blocks) {
+			kfree(node);
+			return NULL;
+		}
+	}
+	return node;
+}
+
+void incfs_node_free(struct incfs_node *node)
+{
+	struct incfs_dirent *de, *tmp;
+
+	list_for_each_entry_safe(de, tmp, &node->entries, sibling)
+		kfree(de);
+	kvfree(node->blocks);
+	kfree(node);
+}
+
+struct incfs_node *incfs_tree_get(struct incfs_mount *mi, u64 ino)
+{
+	if (ino > ULONG_MAX)
+		return NULL;
+	return xa_load(&mi->nodes, ino);
+}
+
+/* Add a node that passed incfs_tree_check_new(). */
+int incfs_tree_insert(struct incfs_mount *mi, struct incfs_node *node)
+{
+	int err;
+
+	mutex_lock(&mi->tree_mutex);
+	err = xa_insert(&mi->nodes, node->ino, node, GFP_KERNEL);
+	if (!err) {
+		mi->node_count++;
+		mi->next_ino = max(mi->next_ino, node->ino + 1);
+	}
+	mutex_unlock(&mi->tree_mutex);
+	return err == -EBUSY ? -EEXIST : err;
+}
+
+int incfs_tree_check_new(struct incfs_mount *mi, umode_t mode, u64 size)
+{
+	int err = 0;
+
+	if (!S_ISREG(mode) && !S_ISDIR(mode))
+		return -EINVAL;
+	if (S_ISREG(mode) && size > INCFS_MAX_FILE_SIZE)
+		return -EFBIG;
+	mutex_lock(&mi->tree_mutex);
+	if (mi->node_count >= INCFS_MAX_FILES)
+		err = -ENFILE;
+	mutex_unlock(&mi->tree_mutex);
+	return err;
+}
+
+static struct incfs_dirent *find_name(struct incfs_node *dir,
+				      const char *name, size_t len)
+{
+	struct incfs_dirent *de;
+
+	list_for_each_entry(de, &dir->entries, sibling)
+		if (de->len == len && !memcmp(de->name, name, len))
+			return de;
+	return NULL;
+}
+
+struct incfs_node *incfs_tree_lookup(struct incfs_node *dir, const char *name,
+				     size_t len)
+{
+	struct incfs_dirent *de;
+
+	lockdep_assert_held(&dir->mi->tree_mutex);
+	de = find_name(dir, name, len);
+	return de ? de->child : NULL;
+}
+
+static struct incfs_node *parent_of(struct incfs_node *dir)
+{
+	struct incfs_dirent *de;
+
+	de = list_first_entry_or_null(&dir->names, struct incfs_dirent,
+				      child_link);
+	return de ? de->parent : NULL;
+}
+
+static int check_add(struct incfs_node *dir, struct incfs_node *child,
+		     const char *name, size_t len)
+{
+	struct incfs_node *p;
+
+	if (dir == dir->mi->root && len == sizeof(cmd_name) - 1 &&
+	    !memcmp(name, cmd_name, len))
+		return -EEXIST;
+	if (find_name(dir, name, len))
+		return -EEXIST;
+	if (S_ISDIR(child->mode)) {
+		if (child == dir->mi->root || !list_empty(&child->names))
+			return -EMLINK;
+		for (p = dir; p; p = parent_of(p))
+			if (p == child)
+				return -ELOOP;
+	}
+	return 0;
+}
+
+static int check_remove(struct incfs_node *dir, u64 child_ino,
+			const char *name, size_t len,
+			struct incfs_dirent **found)
+{
+	struct incfs_dirent *de = find_name(dir, name, len);
+
+	if (!de || de->child->ino != child_ino)
+		return -ENOENT;
+	if (!list_empty(&de->child->entries))
+		return -ENOTEMPTY;
+	*found = de;
+	return 0;
+}
+
+static void apply_add(struct incfs_node *dir, struct incfs_node *child,
+		      struct incfs_dirent *de, const char *name, size_t len)
+{
+	de->parent = dir;
+	de->child = child;
+	de->cookie = dir->next_cookie++;
+	de->len = len;
+	memcpy(de->name, name, len);
+	list_add_tail(&de->sibling, &dir->entries);
+	list_add_tail(&de->child_link, &child->names);
+	if (S_ISDIR(child->mode))
+		dir->nlink++;
+	else
+		child->nlink++;
+}
+
+static void apply_remove(struct incfs_dirent *de)
+{
+	list_del(&de->sibling);
+	list_del(&de->child_link);
+	if (S_ISDIR(de->child->mode))
+		de->parent->nlink--;
+	else
+		de->child->nlink--;
+	kfree(de);
+}
+
+static int persist_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
+			   u64 child_ino, const char *name, size_t len)
+{
+	struct incfs_dir_action *da = kmalloc(sizeof(*da), GFP_KERNEL);
+	int err;
+
+	if (!da)
+		return -ENOMEM;
+	incfs_encode_dir_action(da, type, dir_ino, child_ino, name, len);
+	err = incfs_bf_append_md(mi, (union incfs_md_record *)da);
+	kfree(da);
+	return err;
+}
+
+/*
+ * Add (INCFS_DIRA_ADD_ENTRY) or remove (INCFS_DIRA_REMOVE_ENTRY) a name.
+ * With persist, the change is appended to the backing file between the
+ * check and the change in memory; the caller holds bf_mutex, so no other
+ * change comes in between.
+ */
+int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
+		       u64 child_ino, const char *name, size_t len,
+		       bool persist)
+{
+	struct incfs_dirent *de = NULL, *old = NULL;
+	struct incfs_node *dir, *child;
+	int err;
+
+	lockdep_assert_held(&mi->bf_mutex);
+	if (!incfs_name_valid(name, len))
+		return -EINVAL;
+	if (type == INCFS_DIRA_ADD_ENTRY) {
+		de = kmalloc(struct_size(de, name, len), GFP_KERNEL);
+		if (!de)
+			return -ENOMEM;
+	}
+
+	mutex_lock(&mi->tree_mutex);
+	dir = incfs_tree_get(mi, dir_ino);
+	child = incfs_tree_get(mi, child_ino);
+	if (!dir)
+		err = -ENOENT;
+	else if (!S_ISDIR(dir->mode))
+		err = -ENOTDIR;
+	else if (type == INCFS_DIRA_REMOVE_ENTRY)
+		err = check_remove(dir, child_ino, name, len, &old);
+	else if (!child)
+		err = -ENOENT;
+	else
+		err = check_add(dir, child, name, len);
+	mutex_unlock(&mi->tree_mutex);
+
+	if (!err && persist)
+		err = persist_name_op(mi, type, dir_ino, child_ino, name, len);
+	if (err) {
+		kfree(de);
+		return err;
+	}
+
+	mutex_lock(&mi->tree_mutex);
+	if (de)
+		apply_add(dir, child, de, name, len);
+	else
+		apply_remove(old);
+	WRITE_ONCE(mi->generation, mi->generation + 1);
+	mutex_unlock(&mi->tree_mutex);
+	return 0;
+}
+
+/* INCFS_INSTRUCTION_NEW_FILE; the caller holds bf_mutex. */
+int incfs_new_file(struct incfs_mount *mi, u16 mode, u64 size, u64 *ino)
+{
+	struct incfs_inode rec;
+	struct incfs_node *node;
+	int err;
+
+	lockdep_assert_held(&mi->bf_mutex);
+	err = incfs_tree_check_new(mi, mode, size);
+	if (err)
+		return err;
+	if (S_ISDIR(mode))
+		size = 0;
+	node = incfs_node_alloc(mi, mi->next_ino, mode, size);
+	if (!node)
+		return -ENOMEM;
+
+	incfs_encode_inode(&rec, node->ino, size, node->mode);
+	err = incfs_bf_append_md(mi, (union incfs_md_record *)&rec);
+	if (!err)
+		err = incfs_tree_insert(mi, node);
+	if (err) {
+		incfs_node_free(node);
+		return err;
+	}
+	*ino = node->ino;
+	/* On failure the file stays; its blockmap is made on first write. */
+	return incfs_ensure_blockmap(node);
+}
+
+void incfs_tree_free(struct incfs_mount *mi)
+{
+	struct incfs_node *node;
+	unsigned long ino;
+
+	/* Each name is freed once, with its directory. */
+	xa_for_each(&mi->nodes, ino, node)
+		incfs_node_free(node);
+	xa_destroy(&mi->nodes);
+}
