@@ -11,11 +11,16 @@
 
 #include "incfs.h"
 
+/*
+ * Read from the backing file; @random reads go through a file without
+ * readahead, for page faults and readers that said they read at random.
+ */
 ssize_t incfs_bf_read(struct incfs_mount *mi, void *buf, size_t len,
-		      loff_t pos)
+		      loff_t pos, bool random)
 {
 	const struct cred *old = override_creds(mi->cred);
-	ssize_t n = kernel_read(mi->bf, buf, len, &pos);
+	ssize_t n = kernel_read(random ? mi->bf_random : mi->bf, buf, len,
+				&pos);
 
 	revert_creds(old);
 	return n;

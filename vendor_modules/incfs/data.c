@@ -3,8 +3,11 @@
  * Blocks: waiting for absent ones, delivering new ones from .cmd, and
  * reading stored ones back with their CRC checked.
  */
+#include <linux/bvec.h>
+#include <linux/cred.h>
 #include <linux/crc32.h>
 #include <linux/dcache.h>
+#include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/lz4.h>
 #include <linux/sched/signal.h>
@@ -119,7 +122,7 @@ static int bad_block(struct inode *inode, u32 index, loff_t off,
  */
 int incfs_read_block(struct inode *inode, u32 index,
 		     const struct incfs_blockmap_entry *bme, void *dst,
-		     void *scratch)
+		     void *scratch, bool random)
 {
 	struct incfs_node *node = incfs_node(inode);
 	u32 len = incfs_block_len(node->size, index);
@@ -135,7 +138,7 @@ int incfs_read_block(struct inode *inode, u32 index,
 		if (!buf)
 			return -ENOMEM;
 	}
-	n = incfs_bf_read(node->mi, buf, stored, off);
+	n = incfs_bf_read(node->mi, buf, stored, off, random);
 	if (n != stored)
 		err = n < 0 ? n : bad_block(inode, index, off, "short read");
 	else if (crc32_le(0, buf, stored) != le32_to_cpu(bme->me_data_crc))
@@ -147,6 +150,48 @@ int incfs_read_block(struct inode *inode, u32 index,
 	if (!err)
 		memset(dst + len, 0, PAGE_SIZE - len);
 	return err;
+}
+
+/*
+ * Read a run of full, uncompressed blocks stored back to back in the
+ * backing file into their folios with one read, then check each CRC.
+ * Marks the good folios uptodate; the caller unlocks them.
+ */
+void incfs_read_run(struct inode *inode, struct folio **folios,
+		    const struct incfs_blockmap_entry *bmes, unsigned int n,
+		    bool random)
+{
+	struct incfs_mount *mi = incfs_node(inode)->mi;
+	struct bio_vec bv[INCFS_READ_RUN];
+	loff_t pos = incfs_bme_offset(&bmes[0]);
+	const struct cred *old;
+	struct iov_iter iter;
+	unsigned int i;
+	ssize_t ret;
+
+	for (i = 0; i < n; i++)
+		bvec_set_folio(&bv[i], folios[i], PAGE_SIZE, 0);
+	iov_iter_bvec(&iter, ITER_DEST, bv, n, n * PAGE_SIZE);
+	old = override_creds(mi->cred);
+	ret = vfs_iter_read(random ? mi->bf_random : mi->bf, &iter, &pos, 0);
+	revert_creds(old);
+	if (ret != n * PAGE_SIZE) {
+		bad_block(inode, folios[0]->index, incfs_bme_offset(&bmes[0]),
+			  "short read");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		void *addr = kmap_local_folio(folios[i], 0);
+		u32 crc = crc32_le(0, addr, PAGE_SIZE);
+
+		kunmap_local(addr);
+		if (crc == le32_to_cpu(bmes[i].me_data_crc))
+			folio_mark_uptodate(folios[i]);
+		else
+			bad_block(inode, folios[i]->index,
+				  incfs_bme_offset(&bmes[i]),
+				  "data CRC mismatch");
+	}
 }
 
 /* A block being delivered: checked and copied in before bf_mutex. */
@@ -243,59 +288,92 @@ static bool repeated(struct new_block *nb, int n)
 }
 
 /*
- * Store checked blocks: data first, made durable, then the blockmap
- * entries that point to it, then the blocks are published to readers.
- * A crash leaves each block either absent or whole.
+ * Write the blockmap entries of delivered blocks, once their data is
+ * durable: a crash leaves each block either absent or whole.
+ */
+int incfs_flush_blocks(struct incfs_mount *mi)
+{
+	struct incfs_blockmap_entry bme;
+	unsigned int i;
+	int err;
+
+	lockdep_assert_held(&mi->bf_mutex);
+	if (!mi->ndirty)
+		return 0;
+	err = incfs_bf_sync(mi, 0, LLONG_MAX);
+	for (i = 0; !err && i < mi->ndirty; i++) {
+		struct incfs_node *node = mi->dirty[i].node;
+		u32 index = mi->dirty[i].index;
+
+		spin_lock(&mi->pending_lock);
+		bme = node->blocks[index];
+		spin_unlock(&mi->pending_lock);
+		err = incfs_bf_write(mi, &bme, sizeof(bme), node->bm_off +
+				     (loff_t)index * sizeof(bme));
+		if (err)
+			break;
+	}
+	if (err) {
+		/* Keep what is not written for the next try. */
+		memmove(mi->dirty, mi->dirty + i, (mi->ndirty - i) *
+			sizeof(*mi->dirty));
+		mi->ndirty -= i;
+		return err;
+	}
+	mi->ndirty = 0;
+	return 0;
+}
+
+void incfs_flush_worker(struct work_struct *work)
+{
+	struct incfs_mount *mi = container_of(to_delayed_work(work),
+					      struct incfs_mount, flush_work);
+	int err;
+
+	mutex_lock(&mi->bf_mutex);
+	err = incfs_flush_blocks(mi);
+	mutex_unlock(&mi->bf_mutex);
+	if (err)
+		pr_err_ratelimited("incfs: %pD: cannot write blockmap entries: %d\n",
+				   mi->bf, err);
+}
+
+/*
+ * Store checked blocks: append the data and publish each block to its
+ * readers at once (they read it through the backing file's page cache);
+ * the on-disk entries follow in incfs_flush_blocks().
  */
 static int store_blocks(struct incfs_mount *mi, struct new_block *nb, int n)
 {
 	struct incfs_blockmap_entry bme;
-	loff_t start = -1, end = 0;
 	int i, err = 0;
 
 	mutex_lock(&mi->bf_mutex);
 	for (i = 0; i < n && !err; i++) {
-		nb[i].off = 0;
+		struct incfs_node *node = nb[i].node;
+
 		if (block_present(&nb[i]) || repeated(nb, i))
 			continue;
-		err = incfs_ensure_blockmap(nb[i].node);
+		if (mi->ndirty == INCFS_MAX_DIRTY)
+			err = incfs_flush_blocks(mi);
+		if (!err)
+			err = incfs_ensure_blockmap(node);
 		if (!err)
 			err = incfs_bf_append(mi, nb[i].data, nb[i].size,
 					      &nb[i].off);
 		if (err)
-			nb[i].off = 0;
-		else if (start < 0)
-			start = nb[i].off;
-		end = nb[i].off + nb[i].size;
-	}
-	if (start >= 0) {
-		int serr = incfs_bf_sync(mi, start, end);
-
-		if (serr) {
-			err = serr;
-			goto out;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		struct incfs_node *node = nb[i].node;
-		int werr;
-
-		if (!nb[i].off)
-			continue;
+			break;
 		incfs_encode_bme(&bme, nb[i].off, nb[i].size, nb[i].flags,
 				 nb[i].crc);
-		werr = incfs_bf_write(mi, &bme, sizeof(bme), node->bm_off +
-				      (loff_t)nb[i].index * sizeof(bme));
-		if (werr) {
-			err = err ?: werr;
-			break;
-		}
+		mi->dirty[mi->ndirty].node = node;
+		mi->dirty[mi->ndirty++].index = nb[i].index;
 		spin_lock(&mi->pending_lock);
 		node->blocks[nb[i].index] = bme;
 		mark_arrived(mi, node->ino, nb[i].index);
 		spin_unlock(&mi->pending_lock);
 	}
-out:
+	if (mi->ndirty)
+		schedule_delayed_work(&mi->flush_work, HZ / 10);
 	mutex_unlock(&mi->bf_mutex);
 	wake_up_all(&mi->block_wq);
 	return err;

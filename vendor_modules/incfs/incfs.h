@@ -33,12 +33,17 @@
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "format.h"
 
 #define INCFS_VERSION		1
 #define INCFS_DEFAULT_TIMEOUT_MS 1000
+/* Blocks read by one read in readahead, at most. */
+#define INCFS_READ_RUN		32
+/* Delivered blocks whose blockmap entries wait for a flush, at most. */
+#define INCFS_MAX_DIRTY		512
 
 struct incfs_mount;
 
@@ -74,6 +79,12 @@ struct incfs_dirent {
 	char name[];
 };
 
+/* A delivered block whose on-disk blockmap entry is not written yet. */
+struct incfs_dirty {
+	struct incfs_node *node;
+	u32 index;
+};
+
 /* A read waiting for a block; lives on the reader's stack. */
 struct incfs_pending_read {
 	struct list_head list;		/* in mi->pending, oldest first */
@@ -91,7 +102,17 @@ struct incfs_mount {
 
 	struct mutex bf_mutex;		/* see the top of this file */
 	struct file *bf;		/* private to the mount */
+	/* The same, read-only and FMODE_RANDOM: no readahead underneath. */
+	struct file *bf_random;
 	loff_t last_md;			/* bf_mutex: last record, 0: none */
+	/*
+	 * bf_mutex: blocks delivered but not yet in the on-disk blockmap.
+	 * Their entries are written once their data is durable, by
+	 * flush_work, a full batch, sync_fs or unmount.
+	 */
+	struct incfs_dirty *dirty;
+	unsigned int ndirty;
+	struct delayed_work flush_work;
 
 	struct mutex tree_mutex;	/* see the top of this file */
 	struct xarray nodes;		/* ino -> node; stores: tree_mutex */
@@ -156,15 +177,20 @@ int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
 		     struct incfs_blockmap_entry *bme);
 int incfs_read_block(struct inode *inode, u32 index,
 		     const struct incfs_blockmap_entry *bme, void *dst,
-		     void *scratch);
+		     void *scratch, bool random);
+void incfs_read_run(struct inode *inode, struct folio **folios,
+		    const struct incfs_blockmap_entry *bmes, unsigned int n,
+		    bool random);
 ssize_t incfs_write_blocks(struct incfs_mount *mi, const char __user *buf,
 			   size_t count);
 int incfs_ensure_blockmap(struct incfs_node *node);
+int incfs_flush_blocks(struct incfs_mount *mi);
+void incfs_flush_worker(struct work_struct *work);
 void incfs_shutdown(struct incfs_mount *mi);
 
 /* backing.c */
 ssize_t incfs_bf_read(struct incfs_mount *mi, void *buf, size_t len,
-		      loff_t pos);
+		      loff_t pos, bool random);
 int incfs_bf_write(struct incfs_mount *mi, const void *buf, size_t len,
 		   loff_t pos);
 int incfs_bf_sync(struct incfs_mount *mi, loff_t start, loff_t end);

@@ -305,7 +305,7 @@ static const struct file_operations incfs_file_fops = {
 };
 
 static int fill_folio(struct inode *inode, struct folio *folio,
-		      enum incfs_wait how, void *scratch)
+		      enum incfs_wait how, void *scratch, bool random)
 {
 	struct incfs_blockmap_entry bme;
 	void *addr;
@@ -315,7 +315,8 @@ static int fill_folio(struct inode *inode, struct folio *folio,
 	if (err)
 		return err;
 	addr = kmap_local_folio(folio, 0);
-	err = incfs_read_block(inode, folio->index, &bme, addr, scratch);
+	err = incfs_read_block(inode, folio->index, &bme, addr, scratch,
+			       random);
 	kunmap_local(addr);
 	if (!err)
 		folio_mark_uptodate(folio);
@@ -324,29 +325,81 @@ static int fill_folio(struct inode *inode, struct folio *folio,
 
 static int incfs_read_folio(struct file *file, struct folio *folio)
 {
+	/* Page faults, or the page readahead did not bring: one block. */
 	int err = fill_folio(folio->mapping->host, folio, INCFS_WAIT_KILLABLE,
-			     NULL);
+			     NULL, true);
 
 	folio_unlock(folio);
 	return err;
 }
 
+/* Can block @index join a run read in one go? */
+static bool runnable(struct incfs_node *node, u32 index,
+		     const struct incfs_blockmap_entry *bme)
+{
+	return !(le16_to_cpu(bme->me_flags) & INCFS_BLOCK_COMPRESSED_LZ4) &&
+	       incfs_block_len(node->size, index) == PAGE_SIZE;
+}
+
+static bool joins_run(struct incfs_node *node, u32 index,
+		      const struct incfs_blockmap_entry *bme,
+		      const struct incfs_blockmap_entry *bmes, unsigned int n)
+{
+	return n < INCFS_READ_RUN && runnable(node, index, bme) &&
+	       incfs_bme_offset(bme) ==
+	       incfs_bme_offset(&bmes[n - 1]) + PAGE_SIZE;
+}
+
+static void end_run(struct inode *inode, struct folio **run,
+		    const struct incfs_blockmap_entry *bmes, unsigned int n,
+		    bool random)
+{
+	unsigned int i;
+
+	if (!n)
+		return;
+	incfs_read_run(inode, run, bmes, n, random);
+	for (i = 0; i < n; i++)
+		folio_unlock(run[i]);
+}
+
 /*
  * Readahead never waits: it fills the window up to the first absent
  * block, and the core drops the rest.  Only the page a reader actually
- * needs waits, in read_folio().
+ * needs waits, in read_folio().  Full uncompressed blocks stored back to
+ * back are read with one read.
  */
 static void incfs_readahead(struct readahead_control *rac)
 {
-	void *scratch = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
 	struct inode *inode = rac->mapping->host;
-	struct folio *folio;
-	int err = 0;
+	struct incfs_node *node = incfs_node(inode);
+	struct incfs_blockmap_entry bmes[INCFS_READ_RUN], bme;
+	struct folio *run[INCFS_READ_RUN], *folio;
+	bool random = rac->file && (rac->file->f_mode & FMODE_RANDOM);
+	unsigned int n = 0;
+	void *scratch = NULL;
 
-	while (!err && (folio = readahead_folio(rac))) {
-		err = fill_folio(inode, folio, INCFS_NOWAIT, scratch);
+	while ((folio = readahead_folio(rac))) {
+		if (incfs_wait_block(node, folio->index, INCFS_NOWAIT, &bme)) {
+			folio_unlock(folio);
+			break;
+		}
+		if (n && !joins_run(node, folio->index, &bme, bmes, n)) {
+			end_run(inode, run, bmes, n, random);
+			n = 0;
+		}
+		if (runnable(node, folio->index, &bme)) {
+			run[n] = folio;
+			bmes[n++] = bme;
+			continue;
+		}
+		if (!scratch)
+			scratch = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
+		if (scratch)
+			fill_folio(inode, folio, INCFS_NOWAIT, scratch, random);
 		folio_unlock(folio);
 	}
+	end_run(inode, run, bmes, n, random);
 	kfree(scratch);
 }
 

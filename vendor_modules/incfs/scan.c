@@ -13,7 +13,7 @@
 
 static ssize_t scan_read(void *ctx, void *buf, size_t len, loff_t pos)
 {
-	return incfs_bf_read(ctx, buf, len, pos);
+	return incfs_bf_read(ctx, buf, len, pos, false);
 }
 
 static int reject(struct incfs_walk *w, loff_t off, int err, const char *why)
@@ -76,7 +76,8 @@ static int apply_blockmap(struct incfs_mount *mi, struct incfs_walk *w)
 	err = incfs_check_blockmap(w, node->size);
 	if (err)
 		return err;
-	n = incfs_bf_read(mi, node->blocks, node->block_count * esize, base);
+	n = incfs_bf_read(mi, node->blocks, node->block_count * esize, base,
+			  false);
 	if (n != node->block_count * esize)
 		return reject(w, base, n < 0 ? n : -EIO, "cannot read blockmap");
 

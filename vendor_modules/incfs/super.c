@@ -59,6 +59,7 @@ static int open_backing(struct fs_context *fc, unsigned int fd)
 	fput(user);
 	if (IS_ERR(bf))
 		return PTR_ERR(bf);
+
 	if (ctx->bf)
 		fput(ctx->bf);
 	ctx->bf = bf;
@@ -103,6 +104,13 @@ static struct incfs_mount *mount_alloc(struct super_block *sb,
 	INIT_LIST_HEAD(&mi->pending);
 	init_waitqueue_head(&mi->block_wq);
 	init_waitqueue_head(&mi->pending_wq);
+	INIT_DELAYED_WORK(&mi->flush_work, incfs_flush_worker);
+	mi->dirty = kvcalloc(INCFS_MAX_DIRTY, sizeof(*mi->dirty), GFP_KERNEL);
+	if (!mi->dirty) {
+		put_cred(mi->cred);
+		kfree(mi);
+		return NULL;
+	}
 	return mi;
 }
 
@@ -111,11 +119,20 @@ static void mount_free(struct incfs_mount *mi)
 	mutex_lock(&busy_mutex);
 	list_del_init(&mi->busy_link);
 	mutex_unlock(&busy_mutex);
+	cancel_delayed_work_sync(&mi->flush_work);
 	if (mi->bf) {
+		mutex_lock(&mi->bf_mutex);
+		if (incfs_flush_blocks(mi))
+			pr_err("incfs: %pD: blockmap entries lost at unmount\n",
+			       mi->bf);
+		mutex_unlock(&mi->bf_mutex);
 		incfs_bf_sync(mi, 0, LLONG_MAX);
 		fput(mi->bf);
 	}
+	if (mi->bf_random)
+		fput(mi->bf_random);
 	incfs_tree_free(mi);
+	kvfree(mi->dirty);
 	put_cred(mi->cred);
 	kfree(mi);
 }
@@ -142,8 +159,23 @@ static void incfs_umount_begin(struct super_block *sb)
 	incfs_shutdown(incfs_sb(sb));
 }
 
+/* sync(2) and syncfs(2): make every delivered block durable. */
+static int incfs_sync_fs(struct super_block *sb, int wait)
+{
+	struct incfs_mount *mi = incfs_sb(sb);
+	int err;
+
+	mutex_lock(&mi->bf_mutex);
+	err = incfs_flush_blocks(mi);
+	mutex_unlock(&mi->bf_mutex);
+	if (!err && wait)
+		err = incfs_bf_sync(mi, 0, LLONG_MAX);
+	return err;
+}
+
 static const struct super_operations incfs_sops = {
 	.statfs		= simple_statfs,
+	.sync_fs	= incfs_sync_fs,
 	.umount_begin	= incfs_umount_begin,
 };
 
@@ -168,10 +200,22 @@ static int incfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize_bits = ilog2(INCFS_DATA_FILE_BLOCK_SIZE);
 	sb->s_time_gran = 1;
 
+	/* A bdi of its own: readahead (the noop bdi has none). */
+	err = super_setup_bdi(sb);
+	if (err)
+		return err;
 	err = claim_backing(mi, ctx->bf);
 	if (err)
 		return errorfc(fc, "backing file is already mounted"), err;
 	ctx->bf = NULL;
+	mi->bf_random = dentry_open(&mi->bf->f_path, O_RDONLY | O_LARGEFILE,
+				    mi->cred);
+	if (IS_ERR(mi->bf_random)) {
+		err = PTR_ERR(mi->bf_random);
+		mi->bf_random = NULL;
+		return err;
+	}
+	mi->bf_random->f_mode |= FMODE_RANDOM;
 
 	mi->root = incfs_node_alloc(mi, INCFS_ROOT_INODE, S_IFDIR | 0555, 0);
 	if (!mi->root)
