@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * incfs benchmarks, each a ratio against a baseline measured in the same
+ * run, passes interleaved:
+ *
+ *  - sequential and random 4 KiB reads of a fully loaded 64 MiB file on
+ *    incfs against the same bytes in a plain file on the backing ext4
+ *    (the scratch disk), page cache dropped before every pass;
+ *  - the same reads of the file stored as LZ4 blocks against uncompressed;
+ *  - a pending-read round trip (reader blocks, loader wakes from poll(),
+ *    reads .cmd, writes the block, reader returns) against a one-byte pipe
+ *    ping-pong between two processes;
+ *  - loading the file through .cmd, uncompressed and LZ4 (MiB/s).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/incrementalfs.h>
+#include <lz4.h>
+
+#include "gki_bench.h"
+
+#define BS		INCFS_DATA_FILE_BLOCK_SIZE
+#define FILE_SIZE	(64 << 20)
+#define BLOCKS		(FILE_SIZE / BS)
+#define PASSES		3
+#define RANDOM_READS	2048
+#define ROUND_TRIPS	500
+#define BATCH		64
+
+static const char *scratch = "/mnt/scratch";
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+/* Text-like, so that LZ4 has something to find: words from a dictionary. */
+static void fill_block(uint8_t *buf, uint32_t index)
+{
+	static const char *words[] = {
+		"incremental ", "file ", "system ", "block ", "loader ", "read ",
+		"pending ", "kernel ", "arm64 ", "page ", "cache ", "backing ",
+		"android ", "vendor ", "module ", "symbol ",
+	};
+	uint64_t x = 0x9e3779b97f4a7c15ULL * (index + 1);
+	size_t n = 0;
+
+	while (n < BS) {
+		const char *w;
+		size_t len;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		w = words[x % 16];
+		len = strlen(w);
+		if (len > BS - n)
+			len = BS - n;
+		memcpy(buf + n, w, len);
+		n += len;
+	}
+	memcpy(buf, &index, sizeof(index));
+}
+
+static void drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+
+	sync();
+	if (fd < 0 || write(fd, "3", 1) != 1)
+		die("drop_caches");
+	close(fd);
+}
+
+static void make_plain(const char *path)
+{
+	uint8_t buf[BS];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		die(path);
+	for (uint32_t i = 0; i < BLOCKS; i++) {
+		fill_block(buf, i);
+		if (write(fd, buf, BS) != BS)
+			die("write plain");
+	}
+	fsync(fd);
+	close(fd);
+}
+
+struct incfs {
+	char dir[64];
+	char file[96];
+	int bfd;
+	int cmd;
+	uint64_t ino;
+};
+
+static void incfs_mount(struct incfs *fs, const char *name, int timeout_ms)
+{
+	struct incfs_instruction inst = {
+		.version = INCFS_HEADER_VER,
+		.type = INCFS_INSTRUCTION_NEW_FILE,
+		.file = { .size = FILE_SIZE, .mode = S_IFREG | 0555 },
+	};
+	char path[128], opts[64];
+
+	snprintf(fs->dir, sizeof(fs->dir), "/tmp/%s", name);
+	snprintf(fs->file, sizeof(fs->file), "%s/data", fs->dir);
+	snprintf(path, sizeof(path), "%s/%s.img", scratch, name);
+	mkdir(fs->dir, 0755);
+	fs->bfd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fs->bfd < 0)
+		die(path);
+	snprintf(opts, sizeof(opts), "backing_fd=%d,read_timeout_ms=%d", fs->bfd,
+		 timeout_ms);
+	if (mount(INCFS_NAME, fs->dir, INCFS_NAME, 0, opts))
+		die("mount incfs");
+	snprintf(path, sizeof(path), "%s/.cmd", fs->dir);
+	fs->cmd = open(path, O_RDWR);
+	if (fs->cmd < 0 || ioctl(fs->cmd, INCFS_IOC_PROCESS_INSTRUCTION, &inst))
+		die("new file");
+	fs->ino = inst.file.ino_out;
+	inst.type = INCFS_INSTRUCTION_ADD_DIR_ENTRY;
+	memset(&inst.dir_entry, 0, sizeof(inst.dir_entry));
+	inst.dir_entry.dir_ino = INCFS_ROOT_INODE;
+	inst.dir_entry.child_ino = fs->ino;
+	inst.dir_entry.name = (uintptr_t)"data";
+	inst.dir_entry.name_len = 4;
+	if (ioctl(fs->cmd, INCFS_IOC_PROCESS_INSTRUCTION, &inst))
+		die("add dir entry");
+}
+
+static void incfs_umount(struct incfs *fs)
+{
+	close(fs->cmd);
+	if (umount(fs->dir))
+		die("umount");
+	close(fs->bfd);
+}
+
+/* Write blocks [first, first + n) in one write(); lz4 when it shrinks. */
+static void load_blocks(struct incfs *fs, uint32_t first, uint32_t n, int lz4)
+{
+	static uint8_t data[BATCH][BS], packed[BATCH][BS];
+	struct incfs_new_data_block rec[BATCH];
+
+	for (uint32_t i = 0; i < n; i++) {
+		int len = 0;
+
+		fill_block(data[i], first + i);
+		if (lz4)
+			len = LZ4_compress_default((char *)data[i], (char *)packed[i],
+						   BS, BS - 1);
+		rec[i] = (struct incfs_new_data_block){
+			.file_ino = fs->ino,
+			.block_index = first + i,
+			.data_len = len > 0 ? len : BS,
+			.data = (uintptr_t)(len > 0 ? packed[i] : data[i]),
+			.compression = len > 0 ? COMPRESSION_LZ4 : COMPRESSION_NONE,
+		};
+	}
+	if (write(fs->cmd, rec, n * sizeof(rec[0])) != (ssize_t)(n * sizeof(rec[0])))
+		die("write blocks");
+}
+
+static double load_all(struct incfs *fs, int lz4)
+{
+	double t = gki_now_ns();
+
+	for (uint32_t b = 0; b < BLOCKS; b += BATCH)
+		load_blocks(fs, b, BATCH, lz4);
+	t = gki_now_ns() - t;
+	return FILE_SIZE / (1024.0 * 1024.0) / (t / 1e9);
+}
+
+static double seq_read_ms(const char *path)
+{
+	static uint8_t buf[1 << 20];
+	int fd;
+	double t;
+
+	drop_caches();
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die(path);
+	t = gki_now_ns();
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	t = gki_now_ns() - t;
+	close(fd);
+	return t / 1e6;
+}
+
+static double random_read_ms(const char *path)
+{
+	uint8_t buf[BS];
+	uint64_t x = 42;
+	int fd;
+	double t;
+
+	drop_caches();
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die(path);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	t = gki_now_ns();
+	for (int i = 0; i < RANDOM_READS; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (pread(fd, buf, BS, (off_t)(x % BLOCKS) * BS) != BS)
+			die("pread");
+	}
+	t = gki_now_ns() - t;
+	close(fd);
+	return t / 1e6;
+}
+
+/* Serve every pending read of fs->cmd until killed. */
+static void serve_pending(struct incfs *fs)
+{
+	struct incfs_pending_read_info reads[BATCH];
+	struct pollfd p = { .fd = fs->cmd, .events = POLLIN };
+
+	for (;;) {
+		ssize_t n;
+
+		if (poll(&p, 1, -1) < 0)
+			_exit(1);
+		n = read(fs->cmd, reads, sizeof(reads));
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(reads[0]); i++)
+			load_blocks(fs, reads[i].block_index, 1, 0);
+	}
+}
+
+/* Each read blocks on an absent block that the loader then supplies. */
+static double pending_round_trip_us(struct incfs *fs, uint32_t first)
+{
+	uint8_t buf[BS];
+	pid_t pid = fork();
+	int fd;
+	double t;
+
+	if (pid < 0)
+		die("fork");
+	if (!pid)
+		serve_pending(fs);
+	fd = open(fs->file, O_RDONLY);
+	if (fd < 0)
+		die(fs->file);
+	t = gki_now_ns();
+	for (uint32_t i = first; i < first + ROUND_TRIPS; i++)
+		if (pread(fd, buf, BS, (off_t)i * BS) != BS)
+			die("pending pread");
+	t = gki_now_ns() - t;
+	close(fd);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return t / ROUND_TRIPS / 1e3;
+}
+
+static double pipe_round_trip_us(void)
+{
+	int ping[2], pong[2];
+	char c = 0;
+	pid_t pid;
+	double t;
+
+	if (pipe(ping) || pipe(pong))
+		die("pipe");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		close(ping[1]);
+		close(pong[0]);
+		while (read(ping[0], &c, 1) == 1 && write(pong[1], &c, 1) == 1)
+			;
+		_exit(0);
+	}
+	close(ping[0]);
+	close(pong[1]);
+	t = gki_now_ns();
+	for (int i = 0; i < ROUND_TRIPS; i++)
+		if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+			die("ping");
+	t = gki_now_ns() - t;
+	close(ping[1]);
+	close(pong[0]);
+	waitpid(pid, NULL, 0);
+	return t / ROUND_TRIPS / 1e3;
+}
+
+static void bench_reads(void)
+{
+	double plain_seq[PASSES], incfs_seq[PASSES], lz4_seq[PASSES];
+	double plain_rnd[PASSES], incfs_rnd[PASSES], lz4_rnd[PASSES];
+	double load_none, load_lz4;
+	struct incfs none, lz4;
+	char plain[96];
+
+	snprintf(plain, sizeof(plain), "%s/plain.bin", scratch);
+	make_plain(plain);
+	incfs_mount(&none, "incfs-none", 1000);
+	incfs_mount(&lz4, "incfs-lz4", 1000);
+	load_none = load_all(&none, 0);
+	load_lz4 = load_all(&lz4, 1);
+
+	for (int i = 0; i < PASSES; i++) {
+		plain_seq[i] = seq_read_ms(plain);
+		incfs_seq[i] = seq_read_ms(none.file);
+		lz4_seq[i] = seq_read_ms(lz4.file);
+		plain_rnd[i] = random_read_ms(plain);
+		incfs_rnd[i] = random_read_ms(none.file);
+		lz4_rnd[i] = random_read_ms(lz4.file);
+	}
+	gki_bench_report("incfs_load_mib_s", load_none, "MiB/s", NULL);
+	gki_bench_report("incfs_load_lz4_mib_s", load_lz4, "MiB/s", "incfs_load_mib_s");
+	gki_bench_report("ext4_seq_read_ms", gki_median(plain_seq, PASSES), "ms", NULL);
+	gki_bench_report("incfs_seq_read_ms", gki_median(incfs_seq, PASSES), "ms",
+			 "ext4_seq_read_ms");
+	gki_bench_report("incfs_lz4_seq_read_ms", gki_median(lz4_seq, PASSES), "ms",
+			 "incfs_seq_read_ms");
+	gki_bench_report("ext4_random_read_ms", gki_median(plain_rnd, PASSES), "ms", NULL);
+	gki_bench_report("incfs_random_read_ms", gki_median(incfs_rnd, PASSES), "ms",
+			 "ext4_random_read_ms");
+	gki_bench_report("incfs_lz4_random_read_ms", gki_median(lz4_rnd, PASSES), "ms",
+			 "incfs_random_read_ms");
+	incfs_umount(&none);
+	incfs_umount(&lz4);
+	unlink(plain);
+}
+
+static void bench_round_trip(void)
+{
+	double pending[PASSES], pipes[PASSES];
+	struct incfs fs;
+
+	incfs_mount(&fs, "incfs-rt", 10000);
+	for (int i = 0; i < PASSES; i++) {
+		pipes[i] = pipe_round_trip_us();
+		pending[i] = pending_round_trip_us(&fs, i * ROUND_TRIPS);
+	}
+	gki_bench_report("pipe_pingpong_us", gki_median(pipes, PASSES), "us", NULL);
+	gki_bench_report("incfs_pending_read_round_trip_us",
+			 gki_median(pending, PASSES), "us", "pipe_pingpong_us");
+	incfs_umount(&fs);
+}
+
+int main(void)
+{
+	if (system("grep -q '^incrementalfs ' /proc/modules || "
+		   "insmod /modules/vendor/incfs/incrementalfs.ko"))
+		die("insmod incrementalfs");
+	bench_reads();
+	bench_round_trip();
+	return 0;
+}
