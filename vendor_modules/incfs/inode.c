@@ -74,11 +74,13 @@ struct inode *incfs_cmd_inode(struct super_block *sb)
 	return inode;
 }
 
-/* The tree changes only through .cmd. */
+/* The tree changes only through .cmd; a non-owner gets the VFS's answer. */
 static int incfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 			 struct iattr *attr)
 {
-	return -EPERM;
+	int err = setattr_prepare(idmap, dentry, attr);
+
+	return err ?: -EPERM;
 }
 
 static int incfs_getattr(struct mnt_idmap *idmap, const struct path *path,

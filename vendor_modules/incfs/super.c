@@ -44,16 +44,16 @@ static int open_backing(struct fs_context *fc, unsigned int fd)
 	user = fget(fd);
 	if (!user)
 		return errorfc(fc, "backing_fd %u is not open", fd), -EBADF;
+	if (!S_ISREG(file_inode(user)->i_mode) ||
+	    file_inode(user)->i_sb->s_type == &incfs_fs_type) {
+		fput(user);
+		return invalfc(fc, "backing file must be a regular file outside incfs");
+	}
 	if ((user->f_mode & (FMODE_READ | FMODE_WRITE)) !=
 	    (FMODE_READ | FMODE_WRITE)) {
 		fput(user);
 		return errorfc(fc, "backing_fd must be open for reading and writing"),
 		       -EBADF;
-	}
-	if (!S_ISREG(file_inode(user)->i_mode) ||
-	    file_inode(user)->i_sb->s_type == &incfs_fs_type) {
-		fput(user);
-		return invalfc(fc, "backing file must be a regular file outside incfs");
 	}
 	bf = dentry_open(&user->f_path, O_RDWR | O_LARGEFILE, current_cred());
 	fput(user);
