@@ -37,7 +37,10 @@ size_t incfs_md_size(u8 type)
 	return 0;
 }
 
-/* h_next_md_offset is rewritten in place when a record is linked: no CRC. */
+/*
+ * h_next_md_offset is rewritten in place when a record is linked: no CRC.
+ * h_record_size must already be checked against the record's type.
+ */
 u32 incfs_md_crc(const union incfs_md_record *rec)
 {
 	size_t size = le16_to_cpu(rec->h.h_record_size);
@@ -211,7 +214,7 @@ int incfs_walk_next(struct incfs_walk *w)
 		return 0;
 	if (off < w->prev_end)
 		return walk_fail(w, off, -EILSEQ, "chain points backwards");
-	if (off + (loff_t)sizeof(w->rec.h) > w->size) {
+	if (off > w->size - (loff_t)sizeof(w->rec.h)) {
 		/* Linked, but cut off by a crash: the end of the chain. */
 		w->torn = true;
 		return 0;
@@ -224,7 +227,7 @@ int incfs_walk_next(struct incfs_walk *w)
 		return walk_fail(w, off, -EINVAL, "unknown record type");
 	if (le16_to_cpu(w->rec.h.h_record_size) != size)
 		return walk_fail(w, off, -EINVAL, "bad record size");
-	if (off + (loff_t)size > w->size) {
+	if (off > w->size - (loff_t)size) {
 		w->torn = true;
 		return 0;
 	}
@@ -256,7 +259,8 @@ int incfs_check_blockmap(struct incfs_walk *w, u64 file_size)
 	u32 count = le32_to_cpu(bm->m_block_count);
 	loff_t base = le64_to_cpu(bm->m_base_offset);
 
-	if (count != incfs_blocks_for_size(file_size))
+	if (file_size > INCFS_MAX_FILE_SIZE ||
+	    count != incfs_blocks_for_size(file_size))
 		return walk_fail(w, w->rec_off, -EINVAL,
 				 "block count does not match the file size");
 	if (base < w->gap_start ||
@@ -281,13 +285,13 @@ int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t image_size,
 
 	if (!off && !size && !flags && !e->me_data_crc)
 		return INCFS_BME_ABSENT;
-	*why = "bad blockmap entry";
 	if (off < (loff_t)sizeof(struct incfs_super_block) || !size ||
 	    size > INCFS_DATA_FILE_BLOCK_SIZE ||
-	    (flags & ~INCFS_BLOCK_COMPRESSED_LZ4))
+	    (flags & ~INCFS_BLOCK_COMPRESSED_LZ4) ||
+	    (!(flags & INCFS_BLOCK_COMPRESSED_LZ4) && size != block_len)) {
+		*why = "bad blockmap entry";
 		return -EINVAL;
-	if (!(flags & INCFS_BLOCK_COMPRESSED_LZ4) && size != block_len)
-		return -EINVAL;
+	}
 	if (off + size > image_size)
 		return INCFS_BME_TORN;
 	return INCFS_BME_PRESENT;
