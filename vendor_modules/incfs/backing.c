@@ -53,11 +53,17 @@ loff_t incfs_bf_end(struct incfs_mount *mi)
 	return i_size_read(file_inode(mi->bf));
 }
 
+/*
+ * Append @buf; with @align, at the next multiple of @len (a full block then
+ * sits in one page of the backing file, not across two).
+ */
 int incfs_bf_append(struct incfs_mount *mi, const void *buf, size_t len,
-		    loff_t *pos)
+		    loff_t *pos, bool align)
 {
 	lockdep_assert_held(&mi->bf_mutex);
 	*pos = incfs_bf_end(mi);
+	if (align)
+		*pos = roundup(*pos, len);
 	if (*pos + len > INCFS_MAX_DATA_OFFSET)
 		return -EFBIG;
 	return incfs_bf_write(mi, buf, len, *pos);
@@ -96,7 +102,7 @@ int incfs_bf_append_md(struct incfs_mount *mi, union incfs_md_record *rec)
 
 	lockdep_assert_held(&mi->bf_mutex);
 	incfs_md_seal(rec, mi->last_md);
-	err = incfs_bf_append(mi, rec, size, &pos);
+	err = incfs_bf_append(mi, rec, size, &pos, false);
 	if (!err)
 		err = incfs_bf_sync(mi, pos, pos + size);
 	if (err)

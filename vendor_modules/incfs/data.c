@@ -105,11 +105,18 @@ void incfs_shutdown(struct incfs_mount *mi)
 	wake_up_all(&mi->pending_wq);
 }
 
+/*
+ * A stored block that cannot be read back.  Readahead (@quiet) stays
+ * silent: read_folio() reads the block again and reports it, once.
+ */
 static int bad_block(struct inode *inode, u32 index, loff_t off,
-		     const char *what)
+		     const char *what, bool quiet)
 {
-	struct dentry *alias = d_find_any_alias(inode);
+	struct dentry *alias;
 
+	if (quiet)
+		return -EIO;
+	alias = d_find_any_alias(inode);
 	pr_err_ratelimited("incfs: %pd (ino %lu) block %u: %s in backing file at offset %lld\n",
 			   alias, inode->i_ino, index, what, off);
 	dput(alias);
@@ -118,11 +125,12 @@ static int bad_block(struct inode *inode, u32 index, loff_t off,
 
 /*
  * Read stored block @index into @dst (a page) and zero the rest of the
- * page.  @scratch is a block-sized buffer for compressed data, or NULL.
+ * page.  @scratch is a block-sized buffer for compressed data, or NULL;
+ * @random and @quiet are for readahead (see incfs_bf_read(), bad_block()).
  */
 int incfs_read_block(struct inode *inode, u32 index,
 		     const struct incfs_blockmap_entry *bme, void *dst,
-		     void *scratch, bool random)
+		     void *scratch, bool random, bool quiet)
 {
 	struct incfs_node *node = incfs_node(inode);
 	u32 len = incfs_block_len(node->size, index);
@@ -140,11 +148,11 @@ int incfs_read_block(struct inode *inode, u32 index,
 	}
 	n = incfs_bf_read(node->mi, buf, stored, off, random);
 	if (n != stored)
-		err = n < 0 ? n : bad_block(inode, index, off, "short read");
+		err = n < 0 ? n : bad_block(inode, index, off, "short read", quiet);
 	else if (crc32_le(0, buf, stored) != le32_to_cpu(bme->me_data_crc))
-		err = bad_block(inode, index, off, "data CRC mismatch");
+		err = bad_block(inode, index, off, "data CRC mismatch", quiet);
 	else if (lz4 && LZ4_decompress_safe(buf, dst, stored, len) != len)
-		err = bad_block(inode, index, off, "bad LZ4 data");
+		err = bad_block(inode, index, off, "bad LZ4 data", quiet);
 	if (buf != dst && buf != scratch)
 		kfree(buf);
 	if (!err)
@@ -155,7 +163,8 @@ int incfs_read_block(struct inode *inode, u32 index,
 /*
  * Read a run of full, uncompressed blocks stored back to back in the
  * backing file into their folios with one read, then check each CRC.
- * Marks the good folios uptodate; the caller unlocks them.
+ * Marks the good folios uptodate; the caller unlocks them.  Only readahead
+ * reads runs, so errors are not logged: read_folio() logs them.
  */
 void incfs_read_run(struct inode *inode, struct folio **folios,
 		    const struct incfs_blockmap_entry *bmes, unsigned int n,
@@ -175,11 +184,8 @@ void incfs_read_run(struct inode *inode, struct folio **folios,
 	old = override_creds(mi->cred);
 	ret = vfs_iter_read(random ? mi->bf_random : mi->bf, &iter, &pos, 0);
 	revert_creds(old);
-	if (ret != n * PAGE_SIZE) {
-		bad_block(inode, folios[0]->index, incfs_bme_offset(&bmes[0]),
-			  "short read");
+	if (ret != n * PAGE_SIZE)
 		return;
-	}
 	for (i = 0; i < n; i++) {
 		void *addr = kmap_local_folio(folios[i], 0);
 		u32 crc = crc32_le(0, addr, PAGE_SIZE);
@@ -187,10 +193,6 @@ void incfs_read_run(struct inode *inode, struct folio **folios,
 		kunmap_local(addr);
 		if (crc == le32_to_cpu(bmes[i].me_data_crc))
 			folio_mark_uptodate(folios[i]);
-		else
-			bad_block(inode, folios[i]->index,
-				  incfs_bme_offset(&bmes[i]),
-				  "data CRC mismatch");
 	}
 }
 
@@ -360,7 +362,7 @@ static int store_blocks(struct incfs_mount *mi, struct new_block *nb, int n)
 			err = incfs_ensure_blockmap(node);
 		if (!err)
 			err = incfs_bf_append(mi, nb[i].data, nb[i].size,
-					      &nb[i].off);
+					      &nb[i].off, nb[i].size == PAGE_SIZE);
 		if (err)
 			break;
 		incfs_encode_bme(&bme, nb[i].off, nb[i].size, nb[i].flags,

@@ -177,7 +177,7 @@ int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
 		     struct incfs_blockmap_entry *bme);
 int incfs_read_block(struct inode *inode, u32 index,
 		     const struct incfs_blockmap_entry *bme, void *dst,
-		     void *scratch, bool random);
+		     void *scratch, bool random, bool quiet);
 void incfs_read_run(struct inode *inode, struct folio **folios,
 		    const struct incfs_blockmap_entry *bmes, unsigned int n,
 		    bool random);
@@ -196,7 +196,7 @@ int incfs_bf_write(struct incfs_mount *mi, const void *buf, size_t len,
 int incfs_bf_sync(struct incfs_mount *mi, loff_t start, loff_t end);
 loff_t incfs_bf_end(struct incfs_mount *mi);
 int incfs_bf_append(struct incfs_mount *mi, const void *buf, size_t len,
-		    loff_t *pos);
+		    loff_t *pos, bool align);
 int incfs_bf_append_zeros(struct incfs_mount *mi, size_t len, loff_t *pos);
 int incfs_bf_append_md(struct incfs_mount *mi, union incfs_md_record *rec);
 int incfs_bf_init(struct incfs_mount *mi);

@@ -318,7 +318,7 @@ static int fill_folio(struct inode *inode, struct folio *folio,
 		return err;
 	addr = kmap_local_folio(folio, 0);
 	err = incfs_read_block(inode, folio->index, &bme, addr, scratch,
-			       random);
+			       random, how == INCFS_NOWAIT);
 	kunmap_local(addr);
 	if (!err)
 		folio_mark_uptodate(folio);
