@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import kconfig
+import kmi
 import toolchain
 from layout import Layout, Variant
 from util import run_logged, sha256_text, write_if_changed
@@ -49,7 +50,11 @@ class Kernel:
 			stamp.write_text(digest)
 		return sha256_text(config.read_bytes())
 
-	def build(self) -> None:
+	def build(self, kmi_symbols: set[str]) -> None:
+		"""Build with the exports trimmed to kmi_symbols: the fragment's
+		CONFIG_UNUSED_KSYMS_WHITELIST names this file, relative to the obj
+		folder, so .config holds no absolute path."""
+		kmi.write_whitelist(self.obj / kmi.WHITELIST, kmi_symbols)
 		self.make('Image', 'Image.lz4', 'modules', what='kernel build')
 
 	def headers(self) -> Path:

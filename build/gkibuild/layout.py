@@ -48,6 +48,14 @@ class Layout:
 		return self.top / 'common'
 
 	@property
+	def symbol_lists(self) -> Path:
+		return self.top / 'symbol_lists'
+
+	@property
+	def abi(self) -> Path:
+		return self.top / 'abi'
+
+	@property
 	def vendor_modules(self) -> Path:
 		return self.top / 'vendor_modules'
 

@@ -5,6 +5,7 @@ stages (source, config, kernel, modules, dist), the tests and QEMU runs."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,17 +13,21 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent),
 		str(Path(__file__).resolve().parents[2] / 'qemu')]
 
+import abi  # noqa: E402
 import dist  # noqa: E402
+import kmi  # noqa: E402
 import modules  # noqa: E402
 import source  # noqa: E402
 import toolchain  # noqa: E402
 from kernel import Kernel, default_jobs  # noqa: E402
-from layout import Layout, Variant, variants  # noqa: E402
+from layout import VARIANTS, Layout, Variant, variants  # noqa: E402
 from util import GkiError, StageTimer, die, info, sha256_file  # noqa: E402
 
 
 def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
-	  use_ccache: bool = True) -> dict[str, Path]:
+	  use_ccache: bool = True, abi_check: bool = True) -> dict[str, Path]:
+	"""All stages for each variant; the release variant's KMI is checked
+	against the baseline in abi/ unless abi_check is off."""
 	timer = StageTimer()
 	env = toolchain.hermetic_env(use_ccache)
 	with timer.stage('toolchain'):
@@ -31,17 +36,19 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 		pin = source.load_pin(layout.common / 'source.pin')
 		src = source.check_pin(pin, accept_update)
 		applied = source.prepare(layout, src, layout.log(None, 'source'))
+	lists = kmi.load_all(layout.symbol_lists)
 	dists = {}
 	for v in vs:
 		k = Kernel(layout, v, env, jobs)
 		with timer.stage(f'config-{v.name}', v.name):
 			config_sha = k.configure()
 		with timer.stage(f'kernel-{v.name}', v.name):
-			k.build()
+			k.build(kmi.union(lists))
 			headers = k.headers()
+		with timer.stage(f'kmi-{v.name}', v.name):
+			kmi.strict(k.obj / 'Module.symvers', kmi.union(lists), layout.symbol_lists)
 		with timer.stage(f'modules-{v.name}', v.name):
-			ext = {m: modules.build(k, m) for m in
-			       modules.discover(layout.vendor_modules, [layout.qemu / 'test_module'])}
+			ext = {m: modules.build(k, m) for m in ext_modules(layout)}
 		with timer.stage(f'tools-{v.name}', v.name):
 			tools = device_tools(layout, headers)
 		with timer.stage(f'dist-{v.name}', v.name):
@@ -57,8 +64,88 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 				'stage_seconds': timer.timings,
 			}
 			dists[v.name] = dist.assemble(k, headers, ext, tools, manifest)
+		if v.name == 'release' and abi_check:
+			with timer.stage('abi-check', v.name):
+				res = abi.check(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
+						kmi.union(lists), dists[v.name] / 'abi')
+			print(res.summary(), flush=True)
+			if res.breaks or res.added:
+				raise GkiError('the KMI differs from the baseline in abi/ (see above)')
 	info('dist: ' + ', '.join(str(p) for p in dists.values()))
 	return dists
+
+
+def stale_lists(layout: Layout, k: Kernel, env: dict[str, str]) -> list[str]:
+	"""Symbols a set of modules needs but its own list lacks (the build
+	passes when another list has them; each list must stand alone)."""
+	lists = kmi.load_all(layout.symbol_lists)
+	allowed = kmi.exportable(k.obj, env)
+	sets = [(kmi.CORE, k.in_tree_modules(), False)] + [
+		(m.symbol_list, sorted((layout.ext(k.variant) / m.kind / m.name).rglob('*.ko')), True)
+		for m in ext_modules(layout)]
+	out = []
+	for name, kos, own in sets:
+		for sym, mods in sorted(kmi.needs(kos, env, own).items()):
+			if sym in allowed and sym not in lists.get(name, set()):
+				out.append(f'{", ".join(sorted(mods))} needs {sym}, missing from '
+					   f'symbol_lists/{name} (./build/gki symbols update {name})')
+	return out
+
+
+def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
+	"""abi check: build (the check is a stage); abi update: new baseline."""
+	if args.action == 'check':
+		build(layout, variants('release'), args.jobs, args.accept_source_update)
+		return 0
+	build(layout, variants('release'), args.jobs, args.accept_source_update, abi_check=False)
+	env = toolchain.hermetic_env()
+	k = Kernel(layout, VARIANTS['release'], env, args.jobs)
+	stale = stale_lists(layout, k, env)
+	if stale:
+		raise GkiError('the symbol lists are out of date; not updating the baseline:\n  '
+			       + '\n  '.join(stale))
+	manifest = json.loads((layout.dist(VARIANTS['release']) / 'manifest.json').read_text())
+	abi.update(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
+		   kmi.union(kmi.load_all(layout.symbol_lists)),
+		   {'kernel_release': manifest['kernel_release'], 'source': manifest['source'],
+		    'toolchain': manifest['toolchain']})
+	print(f'gki: new ABI baseline in {layout.abi}; commit it with the symbol lists')
+	return 0
+
+
+def ext_modules(layout: Layout) -> list[modules.ExtModule]:
+	return modules.discover(layout.vendor_modules, [layout.qemu / 'test_module'])
+
+
+def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
+	"""symbols update NAME: add what NAME's modules need to its list."""
+	env = toolchain.hermetic_env()
+	toolchain.check(env)
+	source.prepare(layout, source.check_pin(source.load_pin(layout.common / 'source.pin'),
+						args.accept_source_update), layout.log(None, 'source'))
+	k = Kernel(layout, VARIANTS['release'], env, args.jobs)
+	k.configure()
+	k.build(kmi.union(kmi.load_all(layout.symbol_lists)))
+	if args.name == kmi.CORE:
+		kos = k.in_tree_modules()
+	else:
+		mods = [m for m in ext_modules(layout) if m.symbol_list == args.name]
+		if not mods:
+			names = ', '.join([kmi.CORE] + [m.symbol_list for m in ext_modules(layout)])
+			raise GkiError(f'no module set named {args.name}; known: {names}')
+		kos = modules.build(k, mods[0], allow_undefined=True)
+	path = layout.symbol_lists / args.name
+	need = kmi.needs(kos, env, own=args.name != kmi.CORE)
+	if args.name == kmi.CORE:
+		need.update({s: {who} for s, who in kmi.LOADER_SYMBOLS.items()})
+	added, removed = kmi.update(path, need, kmi.exportable(k.obj, env), args.remove)
+	for sym, mods_needing in added.items():
+		print(f'+ {sym:40} needed by {", ".join(sorted(mods_needing))}')
+	for sym in removed:
+		print(f'- {sym}')
+	print(f'{path}: {len(added)} added, {len(removed)} removed'
+	      + ('' if args.remove else ' (add-only; --remove drops unused symbols)'))
+	return 0
 
 
 def device_tools(layout: Layout, uapi: Path) -> dict[str, Path]:
@@ -142,6 +229,12 @@ def parser() -> argparse.ArgumentParser:
 		       help='run only this guest suite (repeatable)')
 	q.add_argument('--shell', action='store_true')
 	add('bench', 'release').add_argument('names', nargs='*')
+	add('abi', 'release').add_argument('action', choices=['check', 'update'])
+	sy = add('symbols', 'release')
+	sy.add_argument('action', choices=['update'])
+	sy.add_argument('name', help=f'a list of symbol_lists/: {kmi.CORE} or a module folder')
+	sy.add_argument('--remove', action='store_true',
+			help='also drop symbols no module needs any more')
 	return p
 
 
@@ -149,7 +242,8 @@ def main(argv: list[str]) -> int:
 	args = parser().parse_args(argv)
 	layout = Layout.default()
 	handler = {'build': cmd_build, 'repro': cmd_repro, 'test': cmd_test,
-		   'qemu': cmd_qemu, 'bench': cmd_bench}[args.cmd]
+		   'qemu': cmd_qemu, 'bench': cmd_bench, 'symbols': cmd_symbols,
+		   'abi': cmd_abi}[args.cmd]
 	try:
 		return handler(args, layout)
 	except GkiError as e:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import kmi
 import toolchain
 from kernel import Kernel
-from util import run_logged, sync_tree
+from util import GkiError, run_logged, sync_tree
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,6 +20,11 @@ class ExtModule:
 	name: str
 	kind: str	# 'vendor' or 'test'
 	src: Path
+
+	@property
+	def symbol_list(self) -> str:
+		"""The name of its list in symbol_lists/."""
+		return self.name
 
 
 def discover(vendor_dir: Path, test_dirs: list[Path]) -> list[ExtModule]:
@@ -33,14 +39,26 @@ def discover(vendor_dir: Path, test_dirs: list[Path]) -> list[ExtModule]:
 	return found
 
 
-def build(kernel: Kernel, mod: ExtModule) -> list[Path]:
-	"""Build one external module; returns its .ko files."""
+def build(kernel: Kernel, mod: ExtModule, allow_undefined: bool = False) -> list[Path]:
+	"""Build one external module; returns its .ko files.  A symbol the GKI
+	does not export fails the build with the list to add it to, unless
+	allow_undefined (for 'symbols update', which needs the .ko files)."""
 	dest = kernel.layout.ext(kernel.variant) / mod.kind / mod.name
 	sync_tree(mod.src, dest)
 	maps = [(dest, f'/gki/{mod.kind}/{mod.name}')]
 	cmd = ['make', '-C', str(kernel.layout.src), f'O={kernel.obj}', f'M={dest}',
 	       f'-j{kernel.jobs}',
-	       *toolchain.make_vars(kernel.env, kernel.layout.src, kernel.obj, maps), 'modules']
-	run_logged(cmd, kernel.layout.log(kernel.variant, f'module-{mod.name}'),
-		   env=kernel.env, what=f'{mod.kind} module {mod.name}')
+	       *toolchain.make_vars(kernel.env, kernel.layout.src, kernel.obj, maps),
+	       *(['KBUILD_MODPOST_WARN=1'] if allow_undefined else []), 'modules']
+	log = kernel.layout.log(kernel.variant, f'module-{mod.name}')
+	try:
+		run_logged(cmd, log, env=kernel.env, what=f'{mod.kind} module {mod.name}')
+	except GkiError:
+		why = kmi.explain_undefined(log.read_text(errors='replace'),
+					    kmi.exportable(kernel.obj, kernel.env),
+					    kernel.layout.symbol_lists / mod.symbol_list,
+					    mod.symbol_list)
+		if why:
+			raise GkiError(why) from None
+		raise
 	return sorted(dest.rglob('*.ko'))
