@@ -133,7 +133,7 @@ def check(abi_dir: Path, vmlinux: Path, symvers: Path, symbols: set[str],
 	rc, text = diff(base, new, symbols, report)
 
 	old_crcs = read_symvers(abi_dir / SYMVERS)
-	new_crcs = kmi_crcs(symvers, symbols)
+	new_crcs = kmi.symvers_exports(symvers)	# strict mode: the KMI, one for one
 	result = Result(
 		removed=sorted(set(old_crcs) - set(new_crcs)),
 		added=sorted(set(new_crcs) - set(old_crcs)),

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The ABI gate on real builds.  Each case copies the built release tree,
+makes one change, rebuilds what the change touches (scratch.py: seconds,
+not a kernel build) and runs the check against the checked-in baseline in
+abi/.  Two cases also boot the changed kernel with the incfs module built
+against the baseline GKI: MODVERSIONS must refuse it after a type change
+and load it after a change that keeps the KMI."""
+
+import os
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+
+import context  # noqa: F401 (sets the import path)
+import abi
+import kmi
+import toolchain
+from gkiqemu import boot, runner
+from kernel import Kernel
+from layout import VARIANTS, Layout
+from scratch import Scratch
+
+LAYOUT = Layout.default()
+RELEASE = VARIANTS['release']
+LZ4_H = 'include/linux/lz4.h'
+LZ4_C = 'lib/lz4/lz4_decompress.c'
+INCFS = '/modules/vendor/incfs/incrementalfs.ko'
+PROBE = '''#!/bin/sh
+echo "TAP version 13"
+echo "1..1"
+if insmod {ko}; then
+	echo "# GKI-KMI: loaded"
+else
+	echo "# GKI-KMI: refused"
+	dmesg | grep 'disagrees about version' | sed 's/^/# /'
+fi
+echo "ok 1 kmi_probe"
+'''
+
+
+def skip_reason() -> str | None:
+	if os.geteuid() != 0 or not shutil.which('unshare'):
+		return 'scratch builds bind-mount in a private mount namespace: root and unshare(1)'
+	if not (LAYOUT.obj(RELEASE) / 'vmlinux').exists():
+		return 'release GKI not built'
+	if not (LAYOUT.abi / abi.BASELINE).exists():
+		return 'no ABI baseline in abi/'
+	return None
+
+
+# LZ4_decompress_safe()'s last parameter, int -> long: its declaration and
+# its definition (other LZ4 functions have a parameter of the same name).
+LZ4_H_OLD = ('int LZ4_decompress_safe(const char *source, char *dest, int compressedSize,\n'
+	     '\tint maxDecompressedSize);')
+LZ4_C_OLD = ('int LZ4_decompress_safe(const char *source, char *dest,\n'
+	     '\tint compressedSize, int maxDecompressedSize)')
+
+
+def int_to_long(old: str):
+	return lambda text: text.replace(old, old.replace('int maxDecompressedSize',
+							  'long maxDecompressedSize'))
+
+
+@unittest.skipIf(skip_reason(), skip_reason() or '')
+class AbiGateTest(unittest.TestCase):
+	@classmethod
+	def setUpClass(cls):
+		cls.env = toolchain.hermetic_env()
+		cls.kernel = Kernel(LAYOUT, RELEASE, cls.env, os.cpu_count() or 1)
+		cls.kmi = kmi.union(kmi.load_all(LAYOUT.symbol_lists))
+		cls.tmp = tempfile.TemporaryDirectory()
+		cls.dir = Path(cls.tmp.name)
+
+	@classmethod
+	def tearDownClass(cls):
+		cls.tmp.cleanup()
+
+	def scratch(self) -> Scratch:
+		name = self.id().rsplit('.', 1)[-1]
+		s = Scratch(self.kernel, LAYOUT.out / 'gate' / name).create()
+		self.addCleanup(s.remove)
+		self.name = name
+		return s
+
+	def build_and_check(self, s: Scratch, listed: set[str] = frozenset()) -> abi.Result:
+		s.build(LAYOUT.log(RELEASE, f'gate-{self.name}'))
+		return abi.check(LAYOUT.abi, s.obj / 'vmlinux', s.obj / 'Module.symvers',
+				 self.kmi | listed, self.dir / self.name)
+
+	def boot_and_load(self, s: Scratch) -> str:
+		"""Boot the scratch kernel; insmod the module built against the
+		baseline GKI (out/dist) and say whether it loaded."""
+		probe = self.dir / 'kmi_probe'
+		probe.write_text(PROBE.format(ko=INCFS))
+		probe.chmod(0o755)
+		initrd = runner.prepare(LAYOUT, RELEASE, [probe], only=['boot_smoke'])
+		image = s.obj / 'arch' / 'arm64' / 'boot' / 'Image'
+		cmd = boot.command(image, initrd, RELEASE.qemu_mem_mb, 'gki.mode=test', None)
+		b = boot.run(cmd, self.dir / f'{self.name}-console.log', RELEASE.qemu_timeout_s)
+		self.assertTrue(b.finished, b.console[-2000:])
+		return b.console
+
+	def test_parameter_type_change_is_a_break_and_modules_are_refused(self):
+		s = self.scratch()
+		s.edit(LZ4_H, int_to_long(LZ4_H_OLD))
+		s.edit(LZ4_C, int_to_long(LZ4_C_OLD))
+		r = self.build_and_check(s)
+		self.assertTrue(r.breaks)
+		self.assertEqual(['LZ4_decompress_safe'], r.crc_changed)
+		self.assertEqual(1, len(r.type_changes), r.summary())
+		self.assertIn('LZ4_decompress_safe', r.type_changes[0])
+		self.assertIn("type name changed from 'int' to 'long int'", r.type_changes[0])
+		self.assertIn('BREAK', r.summary())
+		self.assertIn('LZ4_decompress_safe', r.report.read_text())
+		console = self.boot_and_load(s)
+		self.assertIn('GKI-KMI: refused', console)
+		self.assertIn('disagrees about version of symbol LZ4_decompress_safe', console)
+
+	def test_unexported_function_and_log_string_change_nothing(self):
+		s = self.scratch()
+		s.edit(LZ4_C, lambda t: t + '\nint gki_gate_unexported(int x);\n'
+		       'int gki_gate_unexported(int x)\n{\n\treturn x + 1;\n}\n')
+		s.edit('fs/filesystems.c', lambda t: t.replace(
+			'"%s: truncating file system list\\n"',
+			'"%s: file system list truncated\\n"'))
+		r = self.build_and_check(s)
+		self.assertFalse(r.breaks, r.summary())
+		self.assertEqual([], r.added)
+		self.assertEqual([], r.type_changes)
+
+	def test_symbol_added_to_a_list_without_the_baseline_fails(self):
+		s = self.scratch()
+		s.add_kmi_symbols({'LZ4_compress_fast'})
+		r = self.build_and_check(s, {'LZ4_compress_fast'})
+		self.assertFalse(r.breaks, r.summary())
+		self.assertEqual(['LZ4_compress_fast'], r.added)
+		self.assertIn('update the baseline', r.summary())
+
+	def test_lts_style_fix_keeps_the_kmi_and_modules_load(self):
+		s = self.scratch()
+		s.edit(LZ4_C, lambda t: t.replace(
+			LZ4_C_OLD + '\n{',
+			LZ4_C_OLD + '\n{\n\tif (unlikely(compressedSize < 0))\n\t\treturn -1;\n'))
+		r = self.build_and_check(s)
+		self.assertFalse(r.breaks, r.summary())
+		self.assertEqual([], r.added)
+		console = self.boot_and_load(s)
+		self.assertIn('GKI-KMI: loaded', console)
+
+
+if __name__ == '__main__':
+	unittest.main()
