@@ -19,8 +19,10 @@ from util import GkiError, run_logged, write_if_changed
 # libgcc-12-dev-arm64-cross by the target triple.
 TARGET_CFLAGS = ['--target=aarch64-linux-gnu', '-fuse-ld=lld', '-static', '-O2', '-g',
 		 '-Wall', '-Werror', '-D_GNU_SOURCE', '-pthread']
-# Device tools also build for the machine that runs the build.
+# Device tools also build for the machine that runs the build, with its
+# liblz4 (liblz4-dev); --as-needed: only the tools that use it depend on it.
 HOST_CFLAGS = ['-O2', '-g', '-Wall', '-Werror', '-D_GNU_SOURCE']
+HOST_LIBS = ['-Wl,--as-needed', '-llz4']
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,12 +38,10 @@ class Program:
 def discover(layout: Layout, kind: str) -> list[Program]:
 	"""Programs of a kind: 'suites' (qemu/suites/ and each vendor module's
 	tests/), 'bench' (qemu/bench/ and each vendor's bench/): one program
-	per .c file or executable script; 'tools' (qemu/tools/<name>/): one
-	program per folder, from all its .c files."""
+	per .c file or executable script; 'tools' (qemu/tools/<name>/ and each
+	vendor's tools/<name>/): one program per folder (see _tools)."""
 	if kind == 'tools':
-		d = layout.qemu / 'tools'
-		return [Program(t.name, tuple(sorted(t.glob('*.c'))))
-			for t in sorted(d.iterdir()) if list(t.glob('*.c'))] if d.is_dir() else []
+		return _tools(layout)
 	dirs = [layout.qemu / kind]
 	sub = 'tests' if kind == 'suites' else kind
 	if layout.vendor_modules.is_dir():
@@ -62,6 +62,37 @@ def discover(layout: Layout, kind: str) -> list[Program]:
 	return progs
 
 
+def tool_dirs(layout: Layout) -> list[Path]:
+	"""qemu/tools/ and each vendor's tools/."""
+	dirs = [layout.qemu / 'tools']
+	if layout.vendor_modules.is_dir():
+		dirs += sorted(d / 'tools' for d in layout.vendor_modules.iterdir())
+	return [d for d in dirs if d.is_dir()]
+
+
+def _tools(layout: Layout) -> list[Program]:
+	"""One program per folder of a tools/ folder, from its .c files plus
+	those of the tools/lib/ beside it (a library a vendor's tools share);
+	tools/tests/ holds host tests."""
+	progs = []
+	for d in tool_dirs(layout):
+		lib = tuple(sorted((d / 'lib').glob('*.c')))
+		for t in sorted(d.iterdir()):
+			if t.name in ('lib', 'tests') or not list(t.glob('*.c')):
+				continue
+			progs.append(Program(t.name, tuple(sorted(t.glob('*.c'))) + lib))
+	return progs
+
+
+def lib_flags(layout: Layout) -> list[str]:
+	"""The tools' shared libraries' headers, for tools and guest tests."""
+	flags = []
+	for d in tool_dirs(layout):
+		if (d / 'lib').is_dir():
+			flags += ['-I', str(d / 'lib')]
+	return flags
+
+
 def _stale(out: Path, dep_file: Path) -> bool:
 	"""True unless out is newer than every file the .d file lists."""
 	if not out.exists() or not dep_file.exists():
@@ -72,14 +103,19 @@ def _stale(out: Path, dep_file: Path) -> bool:
 	return any(not Path(d).exists() or Path(d).stat().st_mtime_ns > mtime for d in deps)
 
 
-def include_flags(layout: Layout, uapi: Path) -> list[str]:
-	flags = ['-isystem', str(uapi),
-		 '-I', str(layout.src / 'tools' / 'testing' / 'selftests'),
-		 '-I', str(layout.qemu / 'include')]
+def vendor_uapi_flags(layout: Layout) -> list[str]:
+	flags = []
 	if layout.vendor_modules.is_dir():
 		for d in sorted(layout.vendor_modules.glob('*/include/uapi')):
 			flags += ['-isystem', str(d)]
-	return flags + ['-isystem', str(_lz4(layout) / 'usr' / 'include')]
+	return flags
+
+
+def include_flags(layout: Layout, uapi: Path) -> list[str]:
+	flags = ['-isystem', str(uapi),
+		 '-I', str(layout.src / 'tools' / 'testing' / 'selftests'),
+		 '-I', str(layout.qemu / 'include'), *vendor_uapi_flags(layout)]
+	return flags + lib_flags(layout) + ['-isystem', str(_lz4(layout) / 'usr' / 'include')]
 
 
 def _lz4(layout: Layout) -> Path:
@@ -101,8 +137,12 @@ def compile_programs(layout: Layout, uapi: Path, progs: list[Program], dest: str
 	outdir = layout.out / dest
 	outdir.mkdir(parents=True, exist_ok=True)
 	log = layout.log(None, 'host-programs' if host else 'guest-programs')
-	flags = HOST_CFLAGS if host else TARGET_CFLAGS + include_flags(layout, uapi)
-	libs = [] if host else link_flags(layout)
+	if host:
+		flags = HOST_CFLAGS + lib_flags(layout) + vendor_uapi_flags(layout)
+		libs = HOST_LIBS
+	else:
+		flags = TARGET_CFLAGS + include_flags(layout, uapi)
+		libs = link_flags(layout)
 	built = {}
 	for p in progs:
 		out = outdir / p.name
