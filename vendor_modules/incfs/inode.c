@@ -267,18 +267,15 @@ static int incfs_file_open(struct inode *inode, struct file *file)
 }
 
 /*
- * read(2) waits for the blocks it covers here, interruptibly (not at all
- * for RWF_NOWAIT: -EAGAIN), before the page cache is asked for them:
- * read_folio() can only wait killably, since an error from it becomes
- * SIGBUS in a page fault.  A read that reaches an absent block after
- * present ones returns what precedes it.
+ * read(2) waits for the blocks it covers here, interruptibly, before the
+ * page cache is asked for them: read_folio() can only wait killably, since
+ * an error from it becomes SIGBUS in a page fault.  A read that reaches an
+ * absent block after present ones returns what precedes it.
  */
 static ssize_t incfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
 	struct incfs_node *node = incfs_node(inode);
-	enum incfs_wait how = iocb->ki_flags & IOCB_NOWAIT ? INCFS_NOWAIT :
-			      INCFS_WAIT_INTERRUPTIBLE;
 	struct incfs_blockmap_entry bme;
 	loff_t pos = iocb->ki_pos, end;
 	u32 i, first, last;
@@ -290,7 +287,7 @@ static ssize_t incfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	first = pos >> PAGE_SHIFT;
 	last = (end - 1) >> PAGE_SHIFT;
 	for (i = first; i <= last; i++) {
-		err = incfs_wait_block(node, i, how, &bme);
+		err = incfs_wait_block(node, i, INCFS_WAIT_INTERRUPTIBLE, &bme);
 		if (!err)
 			continue;
 		if (i == first)
