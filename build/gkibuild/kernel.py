@@ -63,6 +63,11 @@ class Kernel:
 			  what='headers_install')
 		return dest / 'include'
 
+	def trims_exports(self) -> bool:
+		"""Does this variant trim its exports to the KMI?"""
+		return kconfig.parse((self.obj / '.config').read_text()).get(
+			'CONFIG_TRIM_UNUSED_KSYMS') == 'y'
+
 	def release(self) -> str:
 		return (self.obj / 'include' / 'config' / 'kernel.release').read_text().strip()
 

@@ -45,8 +45,10 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 		with timer.stage(f'kernel-{v.name}', v.name):
 			k.build(kmi.union(lists))
 			headers = k.headers()
-		with timer.stage(f'kmi-{v.name}', v.name):
-			kmi.strict(k.obj / 'Module.symvers', kmi.union(lists), layout.symbol_lists)
+		if k.trims_exports():
+			with timer.stage(f'kmi-{v.name}', v.name):
+				kmi.strict(k.obj / 'Module.symvers', kmi.union(lists),
+					   layout.symbol_lists)
 		with timer.stage(f'modules-{v.name}', v.name):
 			ext = {m: modules.build(k, m) for m in ext_modules(layout)}
 		with timer.stage(f'tools-{v.name}', v.name):
