@@ -24,45 +24,15 @@ static double syscall_ns(void)
 	return (gki_now_ns() - t) / CALLS;
 }
 
-static double pipe_round_trip_us(void)
-{
-	int ping[2], pong[2];
-	char c = 0;
-	pid_t pid;
-	double t;
-
-	if (pipe(ping) || pipe(pong))
-		exit(1);
-	pid = fork();
-	if (pid < 0)
-		exit(1);
-	if (!pid) {
-		close(ping[1]);
-		close(pong[0]);
-		while (read(ping[0], &c, 1) == 1 && write(pong[1], &c, 1) == 1)
-			;
-		_exit(0);
-	}
-	close(ping[0]);
-	close(pong[1]);
-	t = gki_now_ns();
-	for (int i = 0; i < PINGS; i++)
-		if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
-			exit(1);
-	t = (gki_now_ns() - t) / PINGS / 1e3;
-	close(ping[1]);
-	close(pong[0]);
-	waitpid(pid, NULL, 0);
-	return t;
-}
-
 int main(void)
 {
 	double sys[ROUNDS], pp[ROUNDS];
 
 	for (int i = 0; i < ROUNDS; i++) {
 		sys[i] = syscall_ns();
-		pp[i] = pipe_round_trip_us();
+		pp[i] = gki_pipe_round_trip_us(PINGS);
+		if (pp[i] < 0)
+			return 1;
 	}
 	gki_bench_report("getppid_ns", gki_median(sys, ROUNDS), "ns", NULL);
 	gki_bench_report("pipe_round_trip_us", gki_median(pp, ROUNDS), "us", NULL);

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers for guest benchmark programs run by `./build/gki bench`: a
- * monotonic clock, a median, and the 'BENCH {json}' line the host collects.
+ * monotonic clock, a median, the 'BENCH {json}' line the host collects, and
+ * the pipe ping-pong that wake-up round trips are compared with.
  */
 #ifndef GKI_BENCH_H
 #define GKI_BENCH_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline double gki_now_ns(void)
 {
@@ -44,6 +47,43 @@ static inline void gki_bench_report(const char *name, double value, const char *
 		printf(", \"baseline\": \"%s\"", baseline);
 	printf("}\n");
 	fflush(stdout);
+}
+
+/*
+ * Mean round trip, in µs, of a one-byte pipe ping-pong between this process
+ * and a child, over rounds round trips; -1 on error.
+ */
+static inline double gki_pipe_round_trip_us(int rounds)
+{
+	int ping[2], pong[2], i = 0;
+	char c = 0;
+	pid_t pid;
+	double t;
+
+	if (pipe(ping) || pipe(pong))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		close(ping[1]);
+		close(pong[0]);
+		while (read(ping[0], &c, 1) == 1 && write(pong[1], &c, 1) == 1)
+			;
+		_exit(0);
+	}
+	close(ping[0]);
+	close(pong[1]);
+	t = gki_now_ns();
+	for (; i < rounds; i++)
+		if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+			break;
+	t = (gki_now_ns() - t) / rounds / 1e3;
+	/* The child sees EOF and exits. */
+	close(ping[1]);
+	close(pong[0]);
+	waitpid(pid, NULL, 0);
+	return i == rounds ? t : -1;
 }
 
 #endif /* GKI_BENCH_H */

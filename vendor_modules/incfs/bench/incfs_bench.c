@@ -291,38 +291,6 @@ static double pending_round_trip_us(struct incfs *fs, uint32_t first)
 	return t / ROUND_TRIPS / 1e3;
 }
 
-static double pipe_round_trip_us(void)
-{
-	int ping[2], pong[2];
-	char c = 0;
-	pid_t pid;
-	double t;
-
-	if (pipe(ping) || pipe(pong))
-		die("pipe");
-	pid = fork();
-	if (pid < 0)
-		die("fork");
-	if (!pid) {
-		close(ping[1]);
-		close(pong[0]);
-		while (read(ping[0], &c, 1) == 1 && write(pong[1], &c, 1) == 1)
-			;
-		_exit(0);
-	}
-	close(ping[0]);
-	close(pong[1]);
-	t = gki_now_ns();
-	for (int i = 0; i < ROUND_TRIPS; i++)
-		if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
-			die("ping");
-	t = gki_now_ns() - t;
-	close(ping[1]);
-	close(pong[0]);
-	waitpid(pid, NULL, 0);
-	return t / ROUND_TRIPS / 1e3;
-}
-
 static void bench_reads(void)
 {
 	double plain_seq[PASSES], incfs_seq[PASSES], lz4_seq[PASSES];
@@ -373,7 +341,9 @@ static void bench_round_trip(void)
 
 	incfs_mount(&fs, "incfs-rt", 10000);
 	for (int i = 0; i < PASSES; i++) {
-		pipes[i] = pipe_round_trip_us();
+		pipes[i] = gki_pipe_round_trip_us(ROUND_TRIPS);
+		if (pipes[i] < 0)
+			die("pipe ping-pong");
 		pending[i] = pending_round_trip_us(&fs, i * ROUND_TRIPS);
 	}
 	gki_bench_report("pipe_pingpong_us", gki_median(pipes, PASSES), "us", NULL);
