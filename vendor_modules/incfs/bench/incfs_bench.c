@@ -50,7 +50,7 @@ static void die(const char *what)
 /* Text-like, so that LZ4 has something to find: words from a dictionary. */
 static void fill_block(uint8_t *buf, uint32_t index)
 {
-	static const char *words[] = {
+	static const char *const words[] = {
 		"incremental ", "file ", "system ", "block ", "loader ", "read ",
 		"pending ", "kernel ", "arm64 ", "page ", "cache ", "backing ",
 		"android ", "vendor ", "module ", "symbol ",
