@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -93,14 +94,27 @@ def lib_flags(layout: Layout) -> list[str]:
 	return flags
 
 
-def _stale(out: Path, dep_file: Path) -> bool:
-	"""True unless out is newer than every file the .d file lists."""
+def _stale(out: Path, dep_file: Path, cmd_file: Path, cmd: str) -> bool:
+	"""True unless out was built by cmd (the same command line and
+	compiler) and is newer than every file the .d file lists."""
 	if not out.exists() or not dep_file.exists():
+		return True
+	try:
+		if cmd_file.read_text() != cmd:
+			return True
+	except OSError:
 		return True
 	deps = dep_file.read_text().replace('\\\n', ' ').split()
 	deps = [d for d in deps if not d.endswith(':')]
 	mtime = out.stat().st_mtime_ns
 	return any(not Path(d).exists() or Path(d).stat().st_mtime_ns > mtime for d in deps)
+
+
+def _compiler_id() -> str:
+	"""The pinned clang's identity: an upgrade rebuilds every program."""
+	clang = (toolchain.LLVM_BIN / 'clang').resolve()
+	st = clang.stat()
+	return f'{clang} {st.st_size} {st.st_mtime_ns}'
 
 
 def vendor_uapi_flags(layout: Layout) -> list[str]:
@@ -151,11 +165,15 @@ def compile_programs(layout: Layout, uapi: Path, progs: list[Program], dest: str
 			out.chmod(0o755)
 		else:
 			dep = outdir / f'{p.name}.d'
-			if _stale(out, dep):
-				# One dependency file for all sources: compile and link at once.
-				run_logged(['clang', *flags, '-MD', '-MF', str(dep), '-o', str(out),
-					    *map(str, p.srcs), *libs], log, env=env,
-					   what=f'compiling {p.name}')
+			# One dependency file for all sources: compile and link at once.
+			cmd = ['clang', *flags, '-MD', '-MF', str(dep), '-o', str(out),
+			       *map(str, p.srcs), *libs]
+			cmd_file = outdir / f'{p.name}.cmd'
+			stamp = f'{_compiler_id()}\n{shlex.join(cmd)}\n'
+			if _stale(out, dep, cmd_file, stamp):
+				cmd_file.unlink(missing_ok=True)
+				run_logged(cmd, log, env=env, what=f'compiling {p.name}')
+				cmd_file.write_text(stamp)
 		built[p.name] = out
 	return built
 
