@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import patches
+import treesync
 from layout import Layout
 from util import GkiError, capture, info, run_logged, sha256_file, sha256_text, write_if_changed
 
@@ -98,9 +99,18 @@ def prepare(layout: Layout, src: Source, log: Path) -> list[dict[str, str]]:
 	if len(tops) != 1:
 		raise GkiError(f'{src.tarball}: expected one top folder, found {len(tops)}')
 	patches.apply_series(tops[0], pdir, series)
-	shutil.rmtree(layout.src, ignore_errors=True)
-	tops[0].rename(layout.src)
+	if layout.src.is_dir():
+		# The tree the objects were built from: only what differs
+		# becomes newer than them (treesync.py says why).
+		stats = treesync.sync(tops[0], layout.src)
+		info(f'source: {stats.summary()}')
+		with log.open('a') as f:
+			f.write(''.join(f'{kind} {rel}\n' for kind, rels in
+					(('changed', stats.changed), ('added', stats.added),
+					 ('removed', stats.removed)) for rel in rels))
+	else:
+		treesync.touch_all(tops[0])
+		tops[0].rename(layout.src)
 	shutil.rmtree(tmp)
 	write_if_changed(stamp, json.dumps(state, indent=1).encode())
 	return applied
-

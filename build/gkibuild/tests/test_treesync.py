@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: GPL-2.0
+"""treesync.sync and the source stage on small trees: only what changed
+becomes newer, in both directions, and hard-linked copies are never
+written through."""
+
+import io
+import json
+import os
+import subprocess
+import tarfile
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+import context  # noqa: F401 (sets the import path)
+import source
+import treesync
+from layout import Layout
+
+OLD = 1_000_000_000	# a timestamp long before any test runs
+
+
+def write(root: Path, files: dict[str, str], mtime: int = OLD) -> None:
+	for rel, text in files.items():
+		p = root / rel
+		p.parent.mkdir(parents=True, exist_ok=True)
+		p.write_text(text)
+		os.utime(p, (mtime, mtime))
+
+
+def mtimes(root: Path) -> dict[str, int]:
+	return {str(p.relative_to(root)): int(p.stat().st_mtime) for p in root.rglob('*')
+		if p.is_file()}
+
+
+class SyncTest(unittest.TestCase):
+	def setUp(self):
+		self.tmp = tempfile.TemporaryDirectory()
+		self.old = Path(self.tmp.name) / 'old'
+		self.new = Path(self.tmp.name) / 'new'
+		base = {'Makefile': 'all:\n', 'include/a.h': '#define A 1\n',
+			'include/b.h': '#define B 2\n', 'lib/c.c': 'int c;\n',
+			'gone/d.c': 'int d;\n'}
+		write(self.old, base)
+		# A re-extraction: same archive times, one header patched, one
+		# file added, one folder dropped.
+		write(self.new, {**base, 'include/a.h': '#define A 10\n', 'lib/e.c': 'int e;\n'})
+		(self.new / 'gone' / 'd.c').unlink()
+		(self.new / 'gone').rmdir()
+
+	def tearDown(self):
+		self.tmp.cleanup()
+
+	def test_only_what_changed_is_newer(self):
+		start = time.time() - 1
+		stats = treesync.sync(self.new, self.old)
+		t = mtimes(self.old)
+		self.assertEqual(['include/a.h'], stats.changed)
+		self.assertEqual(['lib/e.c'], stats.added)
+		self.assertEqual(['gone', 'gone/d.c'], sorted(stats.removed))
+		self.assertEqual(3, stats.kept)
+		self.assertGreaterEqual(t['include/a.h'], start)
+		self.assertGreaterEqual(t['lib/e.c'], start)
+		for rel in ('Makefile', 'include/b.h', 'lib/c.c'):
+			self.assertEqual(OLD, t[rel], rel)
+		self.assertFalse((self.old / 'gone').exists())
+		self.assertEqual('#define A 10\n', (self.old / 'include/a.h').read_text())
+
+	def test_reverted_file_is_newer_again(self):
+		"""The case of the issue: a patch dropped restores the archive's
+		(older) timestamp in the new tree; the synced file must be newer
+		than what was built from the patched one."""
+		treesync.sync(self.new, self.old)
+		built = time.time()
+		back = Path(self.tmp.name) / 'back'
+		write(back, {'Makefile': 'all:\n', 'include/a.h': '#define A 1\n',
+			     'include/b.h': '#define B 2\n', 'lib/c.c': 'int c;\n'})
+		stats = treesync.sync(back, self.old)
+		self.assertEqual(['include/a.h'], stats.changed)
+		self.assertEqual(['lib/e.c'], stats.removed)
+		self.assertGreaterEqual((self.old / 'include/a.h').stat().st_mtime, built - 1)
+
+	def test_mode_change_is_a_change(self):
+		(self.new / 'lib/c.c').chmod(0o755)
+		stats = treesync.sync(self.new, self.old)
+		self.assertIn('lib/c.c', stats.changed)
+		self.assertEqual(0o755, (self.old / 'lib/c.c').stat().st_mode & 0o777)
+
+	def test_hard_linked_copy_is_never_written_through(self):
+		copy = Path(self.tmp.name) / 'copy'
+		subprocess.run(['cp', '-al', str(self.old), str(copy)], check=True)
+		(self.new / 'lib/c.c').chmod(0o700)
+		treesync.sync(self.new, self.old)
+		self.assertEqual('#define A 1\n', (copy / 'include/a.h').read_text())
+		self.assertEqual(OLD, int((copy / 'include/a.h').stat().st_mtime))
+		self.assertNotEqual(0o700, (copy / 'lib/c.c').stat().st_mode & 0o777)
+		self.assertTrue((copy / 'gone/d.c').exists())
+
+	def test_file_becomes_folder_and_back(self):
+		(self.new / 'lib/c.c').unlink()
+		write(self.new, {'lib/c.c/inner.c': 'x\n'})
+		treesync.sync(self.new, self.old)
+		self.assertEqual('x\n', (self.old / 'lib/c.c/inner.c').read_text())
+		back = Path(self.tmp.name) / 'back'
+		write(back, {'lib/c.c': 'int c;\n'})
+		stats = treesync.sync(back, self.old)
+		self.assertEqual('int c;\n', (self.old / 'lib/c.c').read_text())
+		self.assertIn('Makefile', stats.removed)
+
+	def test_symlink_target_change(self):
+		os.symlink('a.h', self.old / 'include/l.h')
+		os.symlink('b.h', self.new / 'include/l.h')
+		stats = treesync.sync(self.new, self.old)
+		self.assertIn('include/l.h', stats.changed)
+		self.assertEqual('b.h', os.readlink(self.old / 'include/l.h'))
+
+
+PATCH = '''From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: GKI test <gki@localhost>
+Subject: [PATCH] ANDROID: test: A is 10
+
+---
+diff --git a/include/a.h b/include/a.h
+--- a/include/a.h
++++ b/include/a.h
+@@ -1 +1 @@
+-#define A 1
++#define A 10
+'''
+
+
+class SourceStageTest(unittest.TestCase):
+	"""source.prepare with a tiny tarball: a patch added then dropped
+	leaves the header newer each time, the rest untouched."""
+
+	def setUp(self):
+		self.tmp = tempfile.TemporaryDirectory()
+		top = Path(self.tmp.name)
+		self.layout = Layout(top, top / 'out')
+		(top / 'common' / 'patches').mkdir(parents=True)
+		self.tarball = top / 'linux.tar'
+		with tarfile.open(self.tarball, 'w') as tar:
+			for rel, text in (('linux/include/a.h', '#define A 1\n'),
+					  ('linux/lib/c.c', 'int c;\n')):
+				ti = tarfile.TarInfo(rel)
+				data = text.encode()
+				ti.size, ti.mtime = len(data), OLD
+				tar.addfile(ti, io.BytesIO(data))
+		self.src = source.Source('p', '1', 'ab' * 32, True, self.tarball)
+		self.log = top / 'source.log'
+
+	def tearDown(self):
+		self.tmp.cleanup()
+
+	def series(self, *names: str) -> None:
+		pdir = self.layout.common / 'patches'
+		(pdir / 'a.patch').write_text(PATCH)
+		(pdir / 'series').write_text(''.join(n + '\n' for n in names))
+
+	def test_fresh_tree_is_newer_than_the_archive(self):
+		self.series()
+		source.prepare(self.layout, self.src, self.log)
+		self.assertGreater(int((self.layout.src / 'lib/c.c').stat().st_mtime), OLD)
+
+	def test_patch_added_then_dropped(self):
+		self.series()
+		source.prepare(self.layout, self.src, self.log)
+		a = self.layout.src / 'include/a.h'
+		c = self.layout.src / 'lib/c.c'
+		c_mtime = c.stat().st_mtime_ns
+		os.utime(a, (OLD, OLD))
+
+		self.series('a.patch')
+		self.assertEqual('ANDROID: test: A is 10',
+				 source.prepare(self.layout, self.src, self.log)[0]['subject'])
+		self.assertEqual('#define A 10\n', a.read_text())
+		self.assertGreater(int(a.stat().st_mtime), OLD)
+		self.assertEqual(c_mtime, c.stat().st_mtime_ns)
+
+		os.utime(a, (OLD, OLD))
+		self.series()
+		self.assertEqual([], source.prepare(self.layout, self.src, self.log))
+		self.assertEqual('#define A 1\n', a.read_text())
+		self.assertGreater(int(a.stat().st_mtime), OLD)
+		self.assertEqual(c_mtime, c.stat().st_mtime_ns)
+		stamp = json.loads((self.layout.src.parent / 'stamp.json').read_text())
+		self.assertEqual([], stamp['patches'])
+
+
+if __name__ == '__main__':
+	unittest.main()
