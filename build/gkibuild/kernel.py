@@ -4,14 +4,19 @@ modules and the UAPI headers in out/<variant>/obj."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import kconfig
 import kmi
 import toolchain
 from layout import Layout, Variant
-from util import run_logged, sha256_text, write_if_changed
+from util import info, mtimes, rebuilt, run_logged, sha256_text, write_if_changed
+
+
+TOOLCHAIN_STAMP = 'gki-toolchain.json'
 
 
 class Kernel:
@@ -22,12 +27,31 @@ class Kernel:
 		self.jobs = jobs
 		self.obj = layout.obj(variant)
 		self.log = layout.log(variant, 'kernel')
+		self.rebuilt: list[str] = []	# objects the last build() wrote
 
 	def make(self, *targets: str, extra: list[str] | None = None, what: str = 'make') -> None:
 		cmd = ['make', '-C', str(self.layout.src), f'O={self.obj}', f'-j{self.jobs}',
 		       *toolchain.make_vars(self.env, self.layout.src, self.obj), *(extra or []),
 		       *targets]
 		run_logged(cmd, self.log, env=self.env, what=what)
+
+	def check_toolchain(self, versions: dict[str, str]) -> None:
+		"""A different compiler or linker rebuilds everything: objects
+		built by another toolchain are dropped rather than trusted to
+		kbuild's CC_VERSION_TEXT tracking, which misses lld and objcopy."""
+		stamp = self.obj / TOOLCHAIN_STAMP
+		text = json.dumps(versions, sort_keys=True)
+		try:
+			old = stamp.read_text()
+		except OSError:
+			old = None
+		if old is not None and old != text:
+			info(f'toolchain changed ({old} -> {text}): rebuilding {self.variant.name} '
+			     'from scratch')
+			for d in (self.obj, self.layout.ext(self.variant)):
+				shutil.rmtree(d, ignore_errors=True)
+		self.obj.mkdir(parents=True, exist_ok=True)
+		write_if_changed(stamp, text.encode())
 
 	def configure(self) -> str:
 		"""Write .config; returns its sha256.  Skipped when the fragments
@@ -55,7 +79,12 @@ class Kernel:
 		CONFIG_UNUSED_KSYMS_WHITELIST names this file, relative to the obj
 		folder, so .config holds no absolute path."""
 		kmi.write_whitelist(self.obj / kmi.WHITELIST, kmi_symbols)
+		before = mtimes(self.obj, '.o')
 		self.make('Image', 'Image.lz4', 'modules', what='kernel build')
+		self.rebuilt = rebuilt(before, mtimes(self.obj, '.o'))
+		with self.log.open('a') as f:
+			f.write(f'gki: {len(self.rebuilt)} objects rebuilt\n')
+			f.write(''.join(f'gki: rebuilt {p}\n' for p in self.rebuilt))
 
 	def headers(self) -> Path:
 		dest = self.obj / 'uapi'

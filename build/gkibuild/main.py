@@ -21,7 +21,7 @@ import source  # noqa: E402
 import toolchain  # noqa: E402
 from kernel import Kernel, default_jobs  # noqa: E402
 from layout import VARIANTS, Layout, Variant, variants  # noqa: E402
-from util import GkiError, StageTimer, die, info, sha256_file  # noqa: E402
+from util import GkiError, StageTimer, die, info, mtimes, rebuilt, sha256_file  # noqa: E402
 
 
 def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
@@ -41,16 +41,20 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 	for v in vs:
 		k = Kernel(layout, v, env, jobs)
 		with timer.stage(f'config-{v.name}', v.name):
+			k.check_toolchain(versions)
 			config_sha = k.configure()
-		with timer.stage(f'kernel-{v.name}', v.name):
+		with timer.stage(f'kernel-{v.name}', v.name) as st:
 			k.build(kmi.union(lists))
+			st.note = f'{len(k.rebuilt)} objects rebuilt'
 			headers = k.headers()
 		if k.trims_exports():
 			with timer.stage(f'kmi-{v.name}', v.name):
 				kmi.strict(k.obj / 'Module.symvers', kmi.union(lists),
 					   layout.symbol_lists)
-		with timer.stage(f'modules-{v.name}', v.name):
+		with timer.stage(f'modules-{v.name}', v.name) as st:
+			before = mtimes(layout.ext(v), '.o')
 			ext = {m: modules.build(k, m) for m in ext_modules(layout)}
+			st.note = f'{len(rebuilt(before, mtimes(layout.ext(v), ".o")))} objects rebuilt'
 		with timer.stage(f'tools-{v.name}', v.name):
 			tools = device_tools(layout, headers)
 		with timer.stage(f'dist-{v.name}', v.name):

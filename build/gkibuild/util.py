@@ -22,26 +22,51 @@ def info(msg: str) -> None:
 	print(f'gki: {msg}', flush=True)
 
 
+class Stage:
+	"""What a running stage may say about itself on its closing line."""
+
+	def __init__(self) -> None:
+		self.note = ''
+
+
 class StageTimer:
-	"""Prints one progress line per stage with its duration and keeps the
-	durations for the dist manifest."""
+	"""Prints one progress line per stage with its duration (and what the
+	stage did, when it says: '412 objects rebuilt') and keeps the durations
+	for the dist manifest."""
 
 	def __init__(self) -> None:
 		self.timings: dict[str, float] = {}
 
 	@contextlib.contextmanager
-	def stage(self, name: str, what: str = '') -> Iterator[None]:
+	def stage(self, name: str, what: str = '') -> Iterator[Stage]:
 		start = time.monotonic()
+		st = Stage()
 		ok = False
 		try:
-			yield
+			yield st
 			ok = True
 		finally:
 			secs = time.monotonic() - start
 			self.timings[name] = round(secs, 2)
-			state = 'done' if ok else 'FAILED'
+			state = 'FAILED' if not ok else st.note or 'done'
 			label = f'{name} ({what})' if what else name
 			print(f'[{label:<28}] {state} in {secs:7.1f} s', flush=True)
+
+
+def mtimes(root: Path, suffix: str) -> dict[str, int]:
+	"""The st_mtime_ns of every file under root named *suffix."""
+	out = {}
+	for dirpath, _, filenames in os.walk(root):
+		for name in filenames:
+			if name.endswith(suffix):
+				p = os.path.join(dirpath, name)
+				out[p] = os.stat(p).st_mtime_ns
+	return out
+
+
+def rebuilt(before: Mapping[str, int], after: Mapping[str, int]) -> list[str]:
+	"""Files new or rewritten between two mtimes() snapshots."""
+	return sorted(p for p, t in after.items() if before.get(p) != t)
 
 
 def run_logged(cmd: Sequence[str], log: Path, env: Mapping[str, str] | None = None,
