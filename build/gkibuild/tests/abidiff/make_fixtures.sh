@@ -1,0 +1,147 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Record the abidiff reports test_abi_report.py parses: NAME.report is
+# abidiff's stdout, NAME.rc its exit status.  They are real output of the
+# installed abigail-tools (Debian 12: 2.2), run with the flags abi.py uses,
+# so the parser is tested on what the gate really sees, without a kernel
+# build.  Regenerate after an abigail-tools upgrade and read the diff.
+#
+# Two sources of reports:
+#   lib.c     compiled into a shared object once per variant (one -D macro,
+#             one ABI change) and compared with the build without macros;
+#   abi/gki.xml, the kernel baseline, compared with a copy edited with sed
+#             (a changed CRC, a changed parameter type, a resized struct, a
+#             removed assembly export): kernel-style reports, with
+#             "CRC (modversions)" lines and source locations.
+
+set -euo pipefail
+
+readonly HERE=$(cd "$(dirname "$0")" && pwd)
+readonly TOP=$(cd "$HERE/../../../.." && pwd)
+readonly BASELINE=$TOP/abi/gki.xml
+readonly CC=${CC:-clang-19}
+# Keep in step with ABIDW_FLAGS and ABIDIFF_FLAGS in build/gkibuild/abi.py.
+readonly ABIDW_FLAGS=(--no-corpus-path --no-comp-dir-path --type-id-style hash)
+readonly ABIDIFF_FLAGS=(--leaf-changes-only --impacted-interfaces)
+readonly LIB_SYMBOLS=(move paint scale gone fresh counter spare extra raw_copy raw_fill)
+
+usage() {
+	cat <<EOF
+usage: $0
+Rewrites the *.report and *.rc files in $HERE.
+Needs $CC and abigail-tools (abidw, abidiff).
+EOF
+}
+
+die() {
+	echo "make_fixtures.sh: $*" >&2
+	exit 1
+}
+
+# A symbol list in the only header libabigail 2.2 reads (see abi.py).
+write_list() {
+	local out=$1 sym
+	shift
+	echo '[abi_whitelist]' >"$out"
+	for sym in "$@"; do
+		echo "  $sym" >>"$out"
+	done
+}
+
+# build NAME [CFLAGS...]: lib.c as a shared object, dumped like vmlinux.
+build() {
+	local name=$1
+	shift
+	"$CC" -g -shared -fPIC -o "$WORK/$name.so" "$@" "$HERE/lib.c"
+	abidw "${ABIDW_FLAGS[@]}" --kmi-whitelist "$WORK/lib.list" \
+		--out-file "$WORK/$name.xml" "$WORK/$name.so"
+}
+
+# record NAME OLD.xml NEW.xml LIST: run abidiff as abi.py does, keep both
+# its report and its exit status (non-zero is the point, not a failure).
+record() {
+	local name=$1 old=$2 new=$3 list=$4 rc=0
+	abidiff "${ABIDIFF_FLAGS[@]}" --kmi-whitelist "$list" "$old" "$new" \
+		>"$HERE/$name.report" || rc=$?
+	[ $((rc & 3)) -eq 0 ] || die "$name: abidiff failed with status $rc"
+	echo "$rc" >"$HERE/$name.rc"
+	printf '%-34s exit %2d\n' "$name" "$rc"
+}
+
+# lib NAME [CFLAGS...]: one variant of lib.c against the plain build.
+lib() {
+	local name=$1
+	shift
+	build "$name" "$@"
+	record "$name" "$WORK/base.xml" "$WORK/$name.xml" "$WORK/lib.list"
+}
+
+# kernel NAME SED-SCRIPT: the baseline against a copy edited by SED-SCRIPT.
+kernel() {
+	local name=$1 script=$2
+	sed "$script" "$BASELINE" >"$WORK/$name.xml"
+	cmp -s "$BASELINE" "$WORK/$name.xml" && die "$name: the edit matched nothing in $BASELINE"
+	record "$name" "$BASELINE" "$WORK/$name.xml" "$WORK/kernel.list"
+}
+
+lib_fixtures() {
+	write_list "$WORK/lib.list" "${LIB_SYMBOLS[@]}"
+	build base
+	lib unchanged
+	lib struct-member-added -DSTRUCT_MEMBER_ADDED
+	lib struct-member-resized -DSTRUCT_MEMBER_RESIZED
+	lib parameter-type-changed -DPARAMETER_TYPE_CHANGED
+	lib function-removed -DFUNCTION_REMOVED
+	lib function-added -DFUNCTION_ADDED
+	lib variable-removed -DVARIABLE_REMOVED
+	lib variable-added -DVARIABLE_ADDED
+	lib variable-type-changed -DVARIABLE_TYPE_CHANGED
+	lib enum-enumerator-added -DENUM_ENUMERATOR_ADDED
+	lib enum-enumerator-renumbered -DENUM_ENUMERATOR_RENUMBERED
+	lib nodebug-symbol-removed -DNODEBUG_SYMBOL_REMOVED
+	lib nodebug-symbol-added -DNODEBUG_SYMBOL_ADDED
+	lib combined -DSTRUCT_MEMBER_ADDED -DPARAMETER_TYPE_CHANGED -DFUNCTION_REMOVED \
+		-DFUNCTION_ADDED -DVARIABLE_REMOVED -DVARIABLE_ADDED -DVARIABLE_TYPE_CHANGED \
+		-DENUM_ENUMERATOR_ADDED -DENUM_ENUMERATOR_RENUMBERED -DNODEBUG_SYMBOL_ADDED
+	# Nothing the gate knows: the kernel has no SONAME.  It must fail closed.
+	build soname-old -Wl,-soname,libfixture.so.1
+	build soname-new -Wl,-soname,libfixture.so.2
+	record soname-changed "$WORK/soname-old.xml" "$WORK/soname-new.xml" "$WORK/lib.list"
+}
+
+kernel_fixtures() {
+	[ -f "$BASELINE" ] || die "no kernel baseline $BASELINE"
+	{
+		echo '[abi_whitelist]'
+		grep -o "<elf-symbol name='[^']*'" "$BASELINE" | cut -d"'" -f2 | sed 's/^/  /'
+	} >"$WORK/kernel.list"
+	kernel kernel-crc-only-function \
+		"s/\(<elf-symbol name='LZ4_decompress_safe' .* crc='\)0x[0-9a-f]*'/\10x329f0514'/"
+	kernel kernel-crc-only-variable \
+		"s/\(<elf-symbol name='init_uts_ns' .* crc='\)0x[0-9a-f]*'/\10x12345678'/"
+	# LZ4_decompress_safe's last parameter int -> long int, and its CRC, as
+	# test_abi_gate.py's scratch build makes it.
+	local long_id
+	long_id=$(grep -o "<type-decl name='long int' size-in-bits='64' id='[0-9a-f]*'" \
+		"$BASELINE" | cut -d"'" -f6)
+	[ -n "$long_id" ] || die "no 'long int' in $BASELINE"
+	kernel kernel-parameter-type-changed \
+		"s/\(<elf-symbol name='LZ4_decompress_safe' .* crc='\)0x[0-9a-f]*'/\10x329f0514'/
+		/<function-decl name='LZ4_decompress_safe' /,/<\/function-decl>/s/\(<parameter type-id='\)[0-9a-f]*\(' name='maxDecompressedSize'\)/\1$long_id\2/"
+	kernel kernel-struct-resized \
+		"s/\(<class-decl name='uts_namespace' size-in-bits='\)[0-9]*'/\13520'/"
+	kernel kernel-asm-export-removed "/<elf-symbol name='__arch_copy_from_user' /d"
+}
+
+main() {
+	[ $# -eq 0 ] || { usage >&2; exit 2; }
+	command -v "$CC" >/dev/null || die "$CC not found (set CC=)"
+	command -v abidiff >/dev/null || die "abidiff not found: apt-get install abigail-tools"
+	WORK=$(mktemp -d)
+	trap 'rm -rf "$WORK"' EXIT
+	lib_fixtures
+	kernel_fixtures
+}
+
+main "$@"
