@@ -271,6 +271,22 @@ class Result:
 			+ ['    | ' + ln for ln in self.abidiff_report.splitlines()])
 
 
+def verdict(res: Result) -> str | None:
+	"""Why the gate fails the build, or None when it passes.  A break fails;
+	so does an addition: a symbol list and the baseline move together in
+	one change, so a grown list without a new baseline is not releasable;
+	and so does a report the gate could not read."""
+	if res.unclassified:
+		return ('abidiff reported changes the ABI gate cannot classify, so it fails closed '
+			'(the raw report is above)')
+	if res.breaks:
+		return 'the KMI differs from the baseline in abi/ (see above)'
+	if res.added:
+		return ('the symbol lists grew but the baseline in abi/ did not: run '
+			'./build/gki abi update and commit abi/ with the lists')
+	return None
+
+
 def diff(base: Path, new: Path, symbols: set[str], report: Path) -> tuple[int, str]:
 	wl = write_abidw_list(report.with_suffix('.list'), symbols)
 	res = subprocess.run(['abidiff', *ABIDIFF_FLAGS, '--kmi-whitelist', str(wl),

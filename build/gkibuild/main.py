@@ -75,8 +75,9 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 				res = abi.check(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
 						kmi.union(lists), dists[v.name] / 'abi')
 			print(res.summary(), flush=True)
-			if res.breaks or res.added:
-				raise GkiError('the KMI differs from the baseline in abi/ (see above)')
+			failure = abi.verdict(res)
+			if failure:
+				raise GkiError(failure)
 	info('dist: ' + ', '.join(str(p) for p in dists.values()))
 	return dists
 
