@@ -17,8 +17,9 @@
 
 set -euo pipefail
 
-readonly HERE=$(cd "$(dirname "$0")" && pwd)
-readonly TOP=$(cd "$HERE/../../../.." && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../../../.." && pwd)
+readonly HERE TOP
 readonly BASELINE=$TOP/abi/gki.xml
 readonly CC=${CC:-clang-19}
 # Keep in step with ABIDW_FLAGS and ABIDIFF_FLAGS in build/gkibuild/abi.py.
