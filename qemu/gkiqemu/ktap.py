@@ -5,6 +5,10 @@ The guest's /init prints one KTAP document per boot; each suite's own KTAP
 (kselftest harness or KUnit) is nested under it, indented by four spaces.
 Kernel log lines ('[   1.234] ...') are dropped before parsing; they are
 checked separately by console.py.
+
+The parser fails closed: a result line that breaks KTAP's rules (no number,
+a number other than the next, beyond its document's plan) fails whatever
+it says, and so does 'not ok ... # TODO'.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import re
 
 _VERSION = re.compile(r'^(KTAP version 1|TAP version 1[34])$')
 _PLAN = re.compile(r'^1\.\.(\d+)')
-_RESULT = re.compile(r'^(ok|not ok)(?:\s+(\d+))?\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(.*))?$')
+# 'ok' or 'not ok' as a word: 'okay, starting' is console text.
+_RESULT = re.compile(r'^(ok|not ok)(?=\s|$)(?:\s+(\d+)(?=\s|$))?\s*(?:-\s*)?([^#]*?)\s*'
+		     r'(?:#\s*(.*))?$')
 _KERNEL_LINE = re.compile(r'^\[\s*\d+\.\d+\]')
-_SKIP_WORD = re.compile(r'^(SKIP|TODO)\b\s*', re.I)
+_SKIP_WORD = re.compile(r'^SKIP\b\s*', re.I)
 _RUNNING = '# gki: running '	# printed by qemu/init before each suite
 
 
@@ -37,6 +43,7 @@ class Test:
 	subtests: list['Test'] = dataclasses.field(default_factory=list)
 	plan: int | None = None
 	diag: list[str] = dataclasses.field(default_factory=list)
+	problem: str = ''	# why the line breaks KTAP's rules; the test then fails
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
@@ -50,12 +57,40 @@ def _lines(text: str) -> list[tuple[int, str]]:
 
 
 def _status(ok: str, directive: str) -> Status:
-	d = directive.upper()
-	if d.startswith('SKIP'):
+	"""'not ok # TODO' is a failure: a known bug is still a bug, and a TODO
+	that would skip could hide any failure."""
+	if directive.upper().startswith('SKIP'):
 		return Status.SKIP
-	if ok == 'ok':
-		return Status.PASS
-	return Status.SKIP if d.startswith('TODO') else Status.FAIL
+	return Status.PASS if ok == 'ok' else Status.FAIL
+
+
+def _broken(t: Test, problem: str) -> None:
+	"""Fail t for a breach of KTAP's rules, kept apart from its directive."""
+	t.status, t.problem = Status.FAIL, problem
+
+
+def _result(m: re.Match[str], due: int) -> Test:
+	"""The test a result line reports, due to be number due: a line without
+	its number, or with another one (a duplicate, out of order), fails."""
+	directive = m.group(4) or ''
+	t = Test(m.group(3) or f'test {due}', _status(m.group(1), directive), directive)
+	if m.group(2) is None:
+		_broken(t, f'result line without a number: "{m.group(0)}"')
+	elif int(m.group(2)) != due:
+		_broken(t, f'numbered {m.group(2)} where {due} was due: "{m.group(0)}"')
+	return t
+
+
+def _check_plan(doc: Test) -> None:
+	"""Results beyond the plan fail; results the plan announced but that
+	never came are added as missing."""
+	if doc.plan is None:
+		return
+	for n, t in enumerate(doc.subtests[doc.plan:], doc.plan + 1):
+		if t.status != Status.CRASHED:
+			_broken(t, f'result {n} beyond the plan of {doc.plan}')
+	for n in range(len(doc.subtests) + 1, doc.plan + 1):
+		doc.subtests.append(Test(f'test {n}', Status.MISSING, 'not reported'))
 
 
 def _block(lines: list[tuple[int, str]], depth: int) -> Test:
@@ -72,9 +107,7 @@ def _block(lines: list[tuple[int, str]], depth: int) -> Test:
 			continue
 		m = _RESULT.match(text)
 		if m:
-			status = _status(m.group(1), m.group(4) or '')
-			t = Test(m.group(3) or f'test {len(doc.subtests) + 1}', status,
-				 m.group(4) or '')
+			t = _result(m, len(doc.subtests) + 1)
 			if any(_VERSION.match(l) or _RESULT.match(l) or _PLAN.match(l)
 			       for _, l in pending):
 				nested = _block(pending, depth + 1)
@@ -93,10 +126,7 @@ def _block(lines: list[tuple[int, str]], depth: int) -> Test:
 		nested = _block(pending, depth + 1)
 		doc.subtests.append(Test(running, Status.CRASHED, 'no result line',
 					 nested.subtests, nested.plan))
-	if doc.plan is not None:
-		reported = len(doc.subtests)
-		for n in range(reported + 1, doc.plan + 1):
-			doc.subtests.append(Test(f'test {n}', Status.MISSING, 'not reported'))
+	_check_plan(doc)
 	return doc
 
 
@@ -118,17 +148,17 @@ class Leaf:
 
 def leaves(doc: Test, prefix: str = '') -> list[Leaf]:
 	"""Flatten to the leaf tests, each named 'suite: case'.  A suite that
-	crashed, or whose verdict disagrees with its cases (a non-zero exit
-	after passing cases), adds a failed leaf of its own."""
+	crashed, broke KTAP's rules, or whose verdict disagrees with its cases
+	(a non-zero exit after passing cases), adds a failed leaf of its own."""
 	out = []
 	for t in doc.subtests:
 		name = f'{prefix}{t.name}'
 		if not t.subtests:
-			out.append(Leaf(name, t.status, _SKIP_WORD.sub('', t.directive)))
+			out.append(Leaf(name, t.status, t.problem or _SKIP_WORD.sub('', t.directive)))
 			continue
 		sub = leaves(t, name + ': ')
 		out.extend(sub)
-		if t.status == Status.CRASHED or (t.status == Status.FAIL and all(
+		if t.problem or t.status == Status.CRASHED or (t.status == Status.FAIL and all(
 				l.status in (Status.PASS, Status.SKIP) for l in sub)):
-			out.append(Leaf(name, t.status, t.directive or 'suite failed'))
+			out.append(Leaf(name, t.status, t.problem or t.directive or 'suite failed'))
 	return out

@@ -15,6 +15,12 @@ def results(name: str) -> list[tuple[str, ktap.Status]]:
 	return [(l.name, l.status) for l in ktap.leaves(doc)]
 
 
+def detail(log: str, name: str) -> str:
+	doc = ktap.parse((LOGS / log).read_text())
+	assert doc is not None
+	return next(l.detail for l in ktap.leaves(doc) if l.name == name)
+
+
 class KtapTest(unittest.TestCase):
 	def test_all_pass(self):
 		self.assertEqual([('boot_smoke: global.release_matches_build', S.PASS),
@@ -67,6 +73,52 @@ class KtapTest(unittest.TestCase):
 				  ('kunit: fmt_test: fmt: decode', S.PASS),
 				  ('kunit: fmt_test: chain: walk', S.SKIP)],
 				 results('kunit.log'))
+
+
+class KtapStrictTest(unittest.TestCase):
+	"""Results the KTAP rules do not allow fail, whatever they say."""
+
+	def test_result_beyond_the_plan_fails(self):
+		self.assertEqual([('suite_a: global.one', S.PASS),
+				  ('suite_a: global.two', S.FAIL)],
+				 results('beyond_plan.log'))
+		self.assertIn('beyond the plan of 1', detail('beyond_plan.log', 'suite_a: global.two'))
+
+	def test_suite_beyond_the_plan_fails_with_a_line_of_its_own(self):
+		# Its own case failed too: the plan's breach must still be named.
+		self.assertEqual([('suite_a: global.one', S.PASS),
+				  ('suite_b: global.only', S.FAIL),
+				  ('suite_b', S.FAIL)],
+				 results('suite_beyond_plan.log'))
+		self.assertIn('beyond the plan of 1', detail('suite_beyond_plan.log', 'suite_b'))
+
+	def test_duplicate_number_fails(self):
+		self.assertEqual([('suite_a: global.one', S.PASS),
+				  ('suite_a: global.two', S.FAIL)],
+				 results('duplicate_number.log'))
+		self.assertIn('numbered 1 where 2 was due',
+			      detail('duplicate_number.log', 'suite_a: global.two'))
+
+	def test_out_of_order_numbers_fail(self):
+		self.assertEqual([('suite_a: global.two', S.FAIL),
+				  ('suite_a: global.one', S.FAIL)],
+				 results('out_of_order.log'))
+
+	def test_result_without_its_number_fails(self):
+		self.assertEqual([('suite_a: global.one', S.FAIL),
+				  ('suite_a: global.two', S.PASS)],
+				 results('no_number.log'))
+		self.assertIn('without a number', detail('no_number.log', 'suite_a: global.one'))
+
+	def test_not_ok_todo_fails(self):
+		self.assertEqual([('suite_a: global.one', S.PASS),
+				  ('suite_a: global.two', S.FAIL)],
+				 results('todo.log'))
+		self.assertEqual('TODO not implemented yet', detail('todo.log', 'suite_a: global.two'))
+
+	def test_line_beginning_with_ok_is_console_text(self):
+		self.assertEqual([('suite_a: global.one', S.PASS)], results('okay_text.log'))
+
 
 if __name__ == '__main__':
 	unittest.main()
