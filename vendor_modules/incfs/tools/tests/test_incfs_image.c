@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Host tests of libincfs-image and of the incfs-image CLI.
+ * Host tests of libincfs-image and of the incfs-image CLI: a
+ * kselftest-harness program (KTAP on stdout, one result line per case).
  *
- * Usage: test_incfs_image [PATH_TO_incfs-image]
- * Without the CLI's path, the CLI cases are skipped.  Prints one
- * "ok N name" / "not ok N name" line per case and "N passed, N failed";
- * exits 1 on any failure.  Build with -fsanitize=address,undefined.
+ * The cli.* cases run the incfs-image named by the environment variable
+ * INCFS_IMAGE (qemu/gkiqemu/tests/test_vendor_tools.py builds the host
+ * tool and sets it): unset, they are skipped; set to anything but an
+ * executable, they fail.  Each case works in a fresh folder under $TMPDIR
+ * (or /tmp), removed when the case passes.  Built with
+ * -fsanitize=address,undefined, a case that passes is also checked for
+ * leaks.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <lz4.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,49 +23,90 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_LSAN 1
+#endif
+#endif
+#ifdef HAVE_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
+#include "kselftest_harness.h"
+
 #include "incfs_format_user.h"
 #include "incfs_image.h"
 
 #define BS	4096
+/* For the cases that write an image per byte: minutes under ASan on a disk. */
+#define SLOW_TIMEOUT	900
 
+/* The case's scratch folder and the CLI under test (set by the fixtures). */
+static const char *tmpdir;
 static const char *cli;
-static char tmpdir[256];
-static int ncase, npass, nfail;
 
-#define CHECK(cond) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "  %s:%d: check failed: %s\n",		\
-			__FILE__, __LINE__, #cond);			\
-		return 1;						\
-	}								\
-} while (0)
-
-#define CHECKF(cond, ...) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "  %s:%d: check failed: %s: ",		\
-			__FILE__, __LINE__, #cond);			\
-		fprintf(stderr, __VA_ARGS__);				\
-		fputc('\n', stderr);					\
-		return 1;						\
-	}								\
-} while (0)
-
-static void run(const char *name, int (*fn)(void))
+static void scratch_setup(struct __test_metadata *_metadata, char *dir,
+			  size_t size)
 {
-	int r = fn();
+	const char *base = getenv("TMPDIR");
 
-	ncase++;
-	if (r < 0) {
-		printf("ok %d %s # skip\n", ncase, name);
-		npass++;
-	} else if (r) {
-		printf("not ok %d %s\n", ncase, name);
-		nfail++;
-	} else {
-		printf("ok %d %s\n", ncase, name);
-		npass++;
-	}
-	fflush(stdout);
+	snprintf(dir, size, "%s/test_incfs_image.XXXXXX",
+		 base && *base ? base : "/tmp");
+	ASSERT_NE(NULL, mkdtemp(dir))
+		TH_LOG("mkdtemp %s: %s", dir, strerror(errno));
+	tmpdir = dir;
+}
+
+/* Remove the folder of a case that passed, after a leak check. */
+static void scratch_teardown(struct __test_metadata *_metadata, const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	if (_metadata->exit_code != KSFT_PASS)
+		return;		/* its files stay for a look */
+#ifdef HAVE_LSAN
+	EXPECT_EQ(0, __lsan_do_recoverable_leak_check())
+		TH_LOG("memory leaked (LeakSanitizer's report above)");
+#endif
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	EXPECT_EQ(0, system(cmd));
+}
+
+/* Library cases. */
+FIXTURE(image) {
+	char dir[PATH_MAX];
+};
+
+FIXTURE_SETUP(image)
+{
+	scratch_setup(_metadata, self->dir, sizeof(self->dir));
+}
+
+FIXTURE_TEARDOWN(image)
+{
+	scratch_teardown(_metadata, self->dir);
+}
+
+/* CLI cases: skipped without INCFS_IMAGE, failed if it is not a program. */
+FIXTURE(cli) {
+	char dir[PATH_MAX];
+};
+
+FIXTURE_SETUP(cli)
+{
+	cli = getenv("INCFS_IMAGE");
+	if (!cli || !*cli)
+		SKIP(return, "INCFS_IMAGE (the incfs-image to test) is not set");
+	ASSERT_EQ(0, access(cli, X_OK))
+		TH_LOG("INCFS_IMAGE=%s: %s", cli, strerror(errno));
+	scratch_setup(_metadata, self->dir, sizeof(self->dir));
+}
+
+FIXTURE_TEARDOWN(cli)
+{
+	scratch_teardown(_metadata, self->dir);
 }
 
 static const char *tpath(const char *name)
@@ -144,47 +190,48 @@ static struct gfile gf[] = {
 	{ 0, 0, false, "" },
 	{ 0, 3 * BS, false, "111" },
 };
-#define NGF (sizeof(gf) / sizeof(gf[0]))
+
+#define NGF ARRAY_SIZE(gf)
 static uint64_t gdir;
 
-static int make_golden(const char *path)
+static void make_golden(struct __test_metadata *_metadata, const char *path)
 {
 	struct incfs_img_writer *w = incfs_img_create(path);
 	char buf[BS];
 	size_t i;
 	uint32_t b;
 
-	CHECK(w);
+	ASSERT_NE(NULL, w);
 	gdir = incfs_img_new_file(w, S_IFDIR | 0755, 0);
-	CHECK(gdir == 3);
+	ASSERT_EQ(3, gdir);
 	for (i = 0; i < NGF; i++) {
 		gf[i].ino = incfs_img_new_file(w, S_IFREG | 0644, gf[i].size);
-		CHECK(gf[i].ino == 4 + i);
+		ASSERT_EQ(4 + i, gf[i].ino);
 	}
-	CHECK(!incfs_img_add_name(w, 2, gdir, "d"));
-	CHECK(!incfs_img_add_name(w, gdir, gf[0].ino, "a"));
-	CHECK(!incfs_img_add_name(w, 2, gf[1].ino, "b"));
-	CHECK(!incfs_img_add_name(w, gdir, gf[1].ino, "hard"));
-	CHECK(!incfs_img_add_name(w, 2, gf[2].ino, "c"));
-	CHECK(!incfs_img_add_name(w, 2, gf[3].ino, "empty"));
-	CHECK(!incfs_img_add_name(w, 2, gf[4].ino, "gone"));
+	ASSERT_EQ(0, incfs_img_add_name(w, 2, gdir, "d"));
+	ASSERT_EQ(0, incfs_img_add_name(w, gdir, gf[0].ino, "a"));
+	ASSERT_EQ(0, incfs_img_add_name(w, 2, gf[1].ino, "b"));
+	ASSERT_EQ(0, incfs_img_add_name(w, gdir, gf[1].ino, "hard"));
+	ASSERT_EQ(0, incfs_img_add_name(w, 2, gf[2].ino, "c"));
+	ASSERT_EQ(0, incfs_img_add_name(w, 2, gf[3].ino, "empty"));
+	ASSERT_EQ(0, incfs_img_add_name(w, 2, gf[4].ino, "gone"));
 	for (i = 0; i < NGF; i++) {
 		for (b = 0; gf[i].present[b]; b++) {
 			if (gf[i].present[b] == '0')
 				continue;
 			content(i, b, gf[i].text, buf, blen(gf[i].size, b));
-			CHECK(!incfs_img_put_block(w, gf[i].ino, b, buf,
-						   blen(gf[i].size, b),
-						   gf[i].present[b] == 'z'));
+			ASSERT_EQ(0, incfs_img_put_block(w, gf[i].ino, b, buf,
+							 blen(gf[i].size, b),
+							 gf[i].present[b] == 'z'));
 		}
 	}
-	CHECK(!incfs_img_remove_name(w, 2, gf[4].ino, "gone"));
-	CHECK(incfs_img_finish(w) == 0);
-	return 0;
+	ASSERT_EQ(0, incfs_img_remove_name(w, 2, gf[4].ino, "gone"));
+	ASSERT_EQ(0, incfs_img_finish(w));
 }
 
 /* Every present block of @img reads back as the generator's. */
-static int check_content(struct incfs_img *img, bool all_present)
+static void check_content(struct __test_metadata *_metadata,
+			  struct incfs_img *img, bool all_present)
 {
 	char want[BS], got[BS];
 	size_t i;
@@ -200,52 +247,52 @@ static int check_content(struct incfs_img *img, bool all_present)
 			bool want_present = gf[i].present[b] != '0';
 
 			if (!incfs_img_block_present(img, gf[i].ino, b)) {
-				CHECK(!all_present || !want_present);
-				CHECK(incfs_img_read_block(img, gf[i].ino, b, got) ==
-				      -ENODATA);
+				ASSERT_TRUE(!all_present || !want_present);
+				ASSERT_EQ(-ENODATA, incfs_img_read_block(img, gf[i].ino, b, got));
 				continue;
 			}
-			CHECK(want_present);
+			ASSERT_TRUE(want_present);
 			n = incfs_img_read_block(img, gf[i].ino, b, got);
-			CHECKF(n == (int)blen(gf[i].size, b), "ino %llu block %u: %d",
-			       (unsigned long long)gf[i].ino, b, n);
+			ASSERT_EQ((int)blen(gf[i].size, b), n)
+				TH_LOG("ino %llu block %u: %d",
+				       (unsigned long long)gf[i].ino, b, n);
 			content(i, b, gf[i].text, want, n);
-			CHECK(!memcmp(want, got, n));
+			ASSERT_EQ(0, memcmp(want, got, n));
 		}
 	}
-	return 0;
 }
 
-static int t_write_then_open(void)
+TEST_F(image, write_then_open)
 {
 	struct incfs_img img;
 	struct incfs_img_file *f;
 	const char *p = tpath("golden");
 	char buf[BS];
 
-	CHECK(!make_golden(p));
-	CHECK(!incfs_img_open(&img, p));
-	CHECK(img.status == INCFS_IMG_CLEAN);
-	CHECK(img.nproblems == 0);
-	CHECK(img.nfiles == NGF + 1);
-	CHECK(img.nnames == 6);
-	CHECK(img.names[3].dir_ino == gdir && !strcmp(img.names[3].name, "hard"));
-	CHECK(img.names[3].child_ino == gf[1].ino);
+	make_golden(_metadata, p);
+	ASSERT_EQ(0, incfs_img_open(&img, p));
+	ASSERT_EQ(INCFS_IMG_CLEAN, img.status);
+	ASSERT_EQ(0, img.nproblems);
+	ASSERT_EQ(NGF + 1, img.nfiles);
+	ASSERT_EQ(6, img.nnames);
+	ASSERT_TRUE(img.names[3].dir_ino == gdir && !strcmp(img.names[3].name, "hard"));
+	ASSERT_EQ(gf[1].ino, img.names[3].child_ino);
 	f = incfs_img_file(&img, gdir);
-	CHECK(f && f->mode == (S_IFDIR | 0555));
+	ASSERT_TRUE(f && f->mode == (S_IFDIR | 0555));
 	f = incfs_img_file(&img, gf[0].ino);
-	CHECK(f && f->mode == (S_IFREG | 0444) && f->size == gf[0].size);
-	CHECK(f->block_count == 6 && f->blockmap_offset);
-	CHECK(!incfs_img_block_present(&img, gf[0].ino, 2));
-	CHECK(f->blocks[0].flags == 1 && f->blocks[4].flags == 0);
+	ASSERT_TRUE(f && f->mode == (S_IFREG | 0444) && f->size == gf[0].size);
+	ASSERT_TRUE(f->block_count == 6 && f->blockmap_offset);
+	ASSERT_EQ(0, incfs_img_block_present(&img, gf[0].ino, 2));
+	ASSERT_TRUE(f->blocks[0].flags == 1 && f->blocks[4].flags == 0);
 	/* The kernel's layout: full raw blocks aligned, area before its record. */
-	CHECK(f->blocks[4].data_offset % BS == 0);
-	CHECK(incfs_img_file(&img, 2) && incfs_img_file(&img, 99) == NULL);
-	CHECK(incfs_img_read_block(&img, 99, 0, buf) == -ENOENT);
-	CHECK(incfs_img_read_block(&img, gdir, 0, buf) == -EISDIR);
-	CHECK(incfs_img_read_block(&img, gf[0].ino, 6, buf) == -ERANGE);
+	ASSERT_TRUE(f->blocks[4].data_offset % BS == 0);
+	ASSERT_NE(NULL, incfs_img_file(&img, 2));
+	ASSERT_EQ(NULL, incfs_img_file(&img, 99));
+	ASSERT_EQ(-ENOENT, incfs_img_read_block(&img, 99, 0, buf));
+	ASSERT_EQ(-EISDIR, incfs_img_read_block(&img, gdir, 0, buf));
+	ASSERT_EQ(-ERANGE, incfs_img_read_block(&img, gf[0].ino, 6, buf));
 	for (size_t i = 0; i < img.nrecords; i++) {
-		CHECK(img.records[i].crc_ok && img.records[i].applied);
+		ASSERT_TRUE(img.records[i].crc_ok && img.records[i].applied);
 		if (img.records[i].type == IF_MD_BLOCK_MAP) {
 			struct incfs_img_file *g = NULL;
 
@@ -255,67 +302,64 @@ static int t_write_then_open(void)
 				    img.files[j].block_count * 14 ==
 				    img.records[i].offset)
 					g = &img.files[j];
-			CHECK(g);
+			ASSERT_NE(NULL, g);
 		}
 	}
-	CHECK(!check_content(&img, true));
-	CHECK(incfs_img_check_blocks(&img) == 0);
+	check_content(_metadata, &img, true);
+	ASSERT_EQ(0, incfs_img_check_blocks(&img));
 	incfs_img_close(&img);
-	return 0;
 }
 
-static int t_writer_refuses(void)
+TEST_F(image, writer_refuses_what_the_kernel_refuses)
 {
 	struct incfs_img_writer *w = incfs_img_create(tpath("refuse"));
 	uint64_t d, e, f;
 	char buf[BS] = { 0 };
 
-	CHECK(w);
+	ASSERT_NE(NULL, w);
 	d = incfs_img_new_file(w, S_IFDIR | 0755, 0);
 	e = incfs_img_new_file(w, S_IFDIR | 0755, 0);
 	f = incfs_img_new_file(w, S_IFREG | 0644, 10);
-	CHECK(d && e && f);
-	CHECK(incfs_img_new_file(w, S_IFLNK | 0777, 0) == 0 && errno == EINVAL);
-	CHECK(incfs_img_new_file(w, S_IFREG, (64ULL << 30) + 1) == 0 && errno == EFBIG);
-	CHECK(incfs_img_add_name(w, 2, f, ".cmd") == -EEXIST);
-	CHECK(incfs_img_add_name(w, 2, f, "..") == -EINVAL);
-	CHECK(incfs_img_add_name(w, 2, f, "a/b") == -EINVAL);
-	CHECK(incfs_img_add_name(w, f, d, "x") == -ENOTDIR);
-	CHECK(!incfs_img_add_name(w, 2, d, "d"));
-	CHECK(incfs_img_add_name(w, 2, d, "d2") == -EEXIST ||
-	      incfs_img_add_name(w, 2, d, "d2") == -EMLINK);
-	CHECK(incfs_img_add_name(w, 2, d, "d3") == -EMLINK);
-	CHECK(!incfs_img_add_name(w, d, e, "e"));
-	CHECK(incfs_img_add_name(w, e, 2, "root") == -EMLINK);
-	CHECK(!incfs_img_add_name(w, e, f, "f"));
-	CHECK(incfs_img_remove_name(w, d, e, "e") == -ENOTEMPTY);
-	CHECK(incfs_img_remove_name(w, e, d, "f") == -ENOENT);
-	CHECK(incfs_img_put_block(w, f, 0, buf, 9, false) == -EINVAL);
-	CHECK(incfs_img_put_block(w, f, 1, buf, 10, false) == -ERANGE);
-	CHECK(incfs_img_put_block(w, d, 0, buf, 10, false) == -EISDIR);
-	CHECK(!incfs_img_put_block(w, f, 0, buf, 10, true));
-	CHECK(incfs_img_finish(w) == 0);
-	return 0;
+	ASSERT_TRUE(d && e && f);
+	ASSERT_TRUE(incfs_img_new_file(w, S_IFLNK | 0777, 0) == 0 && errno == EINVAL);
+	ASSERT_TRUE(incfs_img_new_file(w, S_IFREG, (64ULL << 30) + 1) == 0 && errno == EFBIG);
+	ASSERT_EQ(-EEXIST, incfs_img_add_name(w, 2, f, ".cmd"));
+	ASSERT_EQ(-EINVAL, incfs_img_add_name(w, 2, f, ".."));
+	ASSERT_EQ(-EINVAL, incfs_img_add_name(w, 2, f, "a/b"));
+	ASSERT_EQ(-ENOTDIR, incfs_img_add_name(w, f, d, "x"));
+	ASSERT_EQ(0, incfs_img_add_name(w, 2, d, "d"));
+	ASSERT_TRUE(incfs_img_add_name(w, 2, d, "d2") == -EEXIST ||
+		    incfs_img_add_name(w, 2, d, "d2") == -EMLINK);
+	ASSERT_EQ(-EMLINK, incfs_img_add_name(w, 2, d, "d3"));
+	ASSERT_EQ(0, incfs_img_add_name(w, d, e, "e"));
+	ASSERT_EQ(-EMLINK, incfs_img_add_name(w, e, 2, "root"));
+	ASSERT_EQ(0, incfs_img_add_name(w, e, f, "f"));
+	ASSERT_EQ(-ENOTEMPTY, incfs_img_remove_name(w, d, e, "e"));
+	ASSERT_EQ(-ENOENT, incfs_img_remove_name(w, e, d, "f"));
+	ASSERT_EQ(-EINVAL, incfs_img_put_block(w, f, 0, buf, 9, false));
+	ASSERT_EQ(-ERANGE, incfs_img_put_block(w, f, 1, buf, 10, false));
+	ASSERT_EQ(-EISDIR, incfs_img_put_block(w, d, 0, buf, 10, false));
+	ASSERT_EQ(0, incfs_img_put_block(w, f, 0, buf, 10, true));
+	ASSERT_EQ(0, incfs_img_finish(w));
 }
 
-static int t_too_many_inodes(void)
+TEST_F(image, too_many_inodes)
 {
 	struct incfs_img_writer *w = incfs_img_create(tpath("many"));
 	struct incfs_img img;
 	int i;
 
-	CHECK(w);
+	ASSERT_NE(NULL, w);
 	for (i = 0; i < 999; i++)
-		CHECK(incfs_img_new_file(w, S_IFREG | 0444, 0));
-	CHECK(incfs_img_new_file(w, S_IFREG | 0444, 0) == 0 && errno == ENFILE);
-	CHECK(!incfs_img_finish(w));
-	CHECK(!incfs_img_open(&img, tpath("many")));
-	CHECK(img.status == INCFS_IMG_CLEAN && img.nfiles == 999);
+		ASSERT_TRUE(incfs_img_new_file(w, S_IFREG | 0444, 0));
+	ASSERT_TRUE(incfs_img_new_file(w, S_IFREG | 0444, 0) == 0 && errno == ENFILE);
+	ASSERT_EQ(0, incfs_img_finish(w));
+	ASSERT_EQ(0, incfs_img_open(&img, tpath("many")));
+	ASSERT_TRUE(img.status == INCFS_IMG_CLEAN && img.nfiles == 999);
 	incfs_img_close(&img);
-	return 0;
 }
 
-static int t_lz4_and_mixed(void)
+TEST_F(image, lz4_and_mixed)
 {
 	struct incfs_img_writer *w = incfs_img_create(tpath("lz4"));
 	struct incfs_img img;
@@ -323,28 +367,27 @@ static int t_lz4_and_mixed(void)
 	uint64_t f;
 	uint32_t b;
 
-	CHECK(w);
+	ASSERT_NE(NULL, w);
 	f = incfs_img_new_file(w, S_IFREG | 0444, 4 * BS + 7);
-	CHECK(f);
+	ASSERT_TRUE(f);
 	for (b = 0; b < 5; b++) {
 		content(7, b, b % 2 == 0, in, blen(4 * BS + 7, b));
-		CHECK(!incfs_img_put_block(w, f, b, in, blen(4 * BS + 7, b), true));
+		ASSERT_EQ(0, incfs_img_put_block(w, f, b, in, blen(4 * BS + 7, b), true));
 	}
-	CHECK(!incfs_img_finish(w));
-	CHECK(!incfs_img_open(&img, tpath("lz4")));
-	CHECK(img.status == INCFS_IMG_CLEAN);
+	ASSERT_EQ(0, incfs_img_finish(w));
+	ASSERT_EQ(0, incfs_img_open(&img, tpath("lz4")));
+	ASSERT_EQ(INCFS_IMG_CLEAN, img.status);
 	for (b = 0; b < 5; b++) {
 		const struct incfs_img_entry *e = &img.files[0].blocks[b];
 
 		content(7, b, b % 2 == 0, in, blen(4 * BS + 7, b));
 		/* Text shrinks; random data and the 7-byte tail do not. */
-		CHECK((e->flags == 1) == (b % 2 == 0 && b != 4));
-		CHECK(e->flags || e->stored_size == blen(4 * BS + 7, b));
-		CHECK(incfs_img_read_block(&img, f, b, out) == (int)blen(4 * BS + 7, b));
-		CHECK(!memcmp(in, out, blen(4 * BS + 7, b)));
+		ASSERT_EQ((b % 2 == 0 && b != 4), (e->flags == 1));
+		ASSERT_TRUE(e->flags || e->stored_size == blen(4 * BS + 7, b));
+		ASSERT_EQ((int)blen(4 * BS + 7, b), incfs_img_read_block(&img, f, b, out));
+		ASSERT_EQ(0, memcmp(in, out, blen(4 * BS + 7, b)));
 	}
 	incfs_img_close(&img);
-	return 0;
 }
 
 /* ===== cuts and corruption ===== */
@@ -355,13 +398,12 @@ struct golden {
 	struct incfs_img img;		/* open on the golden image */
 };
 
-static int golden_load(struct golden *g)
+static void golden_load(struct __test_metadata *_metadata, struct golden *g)
 {
-	CHECK(!make_golden(tpath("golden")));
-	CHECK(!read_file(tpath("golden"), &g->data, &g->size));
-	CHECK(!incfs_img_open(&g->img, tpath("golden")));
-	CHECK(g->img.status == INCFS_IMG_CLEAN);
-	return 0;
+	make_golden(_metadata, tpath("golden"));
+	ASSERT_EQ(0, read_file(tpath("golden"), &g->data, &g->size));
+	ASSERT_EQ(0, incfs_img_open(&g->img, tpath("golden")));
+	ASSERT_TRUE(g->img.status == INCFS_IMG_CLEAN);
 }
 
 static void golden_free(struct golden *g)
@@ -391,7 +433,7 @@ static bool cut_clean(struct golden *g, size_t len)
 	return true;
 }
 
-static int t_cut_every_offset(void)
+TEST_F_TIMEOUT(image, cut_at_every_offset_then_repair, SLOW_TIMEOUT)
 {
 	struct golden g;
 	struct incfs_img img;
@@ -400,40 +442,42 @@ static int t_cut_every_offset(void)
 	size_t len, i, kept;
 	int st;
 
-	CHECK(null && !golden_load(&g));
+	ASSERT_NE(NULL, null);
+	golden_load(_metadata, &g);
 	for (len = 0; len <= g.size; len++) {
-		CHECK(!write_file(p, g.data, len));
-		CHECK(!incfs_img_open(&img, p));
+		ASSERT_EQ(0, write_file(p, g.data, len));
+		ASSERT_EQ(0, incfs_img_open(&img, p));
 		if (len > IF_OFF_FIRST_MD && len < 32) {
 			/*
 			 * Not a prefix of a fresh superblock: its first link
 			 * was written, so no crash can have cut it there.
 			 */
-			CHECK(img.status == INCFS_IMG_BROKEN);
+			ASSERT_EQ(INCFS_IMG_BROKEN, img.status);
 			incfs_img_close(&img);
-			CHECK(incfs_img_fsck(p, true, null) == INCFS_IMG_BROKEN);
+			ASSERT_EQ(INCFS_IMG_BROKEN, incfs_img_fsck(p, true, null));
 			continue;
 		}
-		CHECKF(img.status == (cut_clean(&g, len) ? INCFS_IMG_CLEAN :
-				      INCFS_IMG_REPAIRABLE),
-		       "cut at %zu: %s", len, incfs_img_status_name(img.status));
+		ASSERT_EQ(cut_clean(&g, len) ? INCFS_IMG_CLEAN : INCFS_IMG_REPAIRABLE,
+			  img.status)
+			TH_LOG("cut at %zu: %s", len,
+			       incfs_img_status_name(img.status));
 		incfs_img_close(&img);
 		st = incfs_img_fsck(p, true, null);
-		CHECKF(st == INCFS_IMG_CLEAN, "cut at %zu: repair %d", len, st);
-		CHECK(!incfs_img_open(&img, p));
-		CHECKF(img.status == INCFS_IMG_CLEAN, "cut at %zu: after repair", len);
+		ASSERT_EQ(INCFS_IMG_CLEAN, st) TH_LOG("cut at %zu: repair %d", len, st);
+		ASSERT_EQ(0, incfs_img_open(&img, p));
+		ASSERT_EQ(INCFS_IMG_CLEAN, img.status) TH_LOG("cut at %zu: after repair", len);
 		for (i = 0, kept = 0; i < g.img.nrecords; i++)
 			kept += g.img.records[i].offset + g.img.records[i].size <= len;
-		CHECKF(img.nrecords == kept, "cut at %zu: %zu records, want %zu",
-		       len, img.nrecords, kept);
-		CHECK(img.size <= (len < 32 ? 32 : len));
-		CHECK(!check_content(&img, len == g.size));
-		CHECK(incfs_img_check_blocks(&img) == 0);
+		ASSERT_EQ(kept, img.nrecords)
+			TH_LOG("cut at %zu: %zu records, want %zu", len,
+			       img.nrecords, kept);
+		ASSERT_TRUE(img.size <= (len < 32 ? 32 : len));
+		check_content(_metadata, &img, len == g.size);
+		ASSERT_EQ(0, incfs_img_check_blocks(&img));
 		incfs_img_close(&img);
 	}
 	golden_free(&g);
 	fclose(null);
-	return 0;
 }
 
 static void fix_crc(char *data, const struct incfs_img_record *r)
@@ -449,24 +493,24 @@ static void fix_crc(char *data, const struct incfs_img_record *r)
 }
 
 /* Open, check blocks, read everything: must not crash. */
-static int poke(const char *p, enum incfs_img_status *st)
+static void poke(struct __test_metadata *_metadata, const char *p,
+		 enum incfs_img_status *st)
 {
 	struct incfs_img img;
 	char buf[BS];
 	size_t i;
 	uint32_t b;
 
-	CHECK(!incfs_img_open(&img, p));
-	CHECK(incfs_img_check_blocks(&img) >= 0);
+	ASSERT_EQ(0, incfs_img_open(&img, p));
+	ASSERT_TRUE(incfs_img_check_blocks(&img) >= 0);
 	for (i = 0; i < img.nfiles; i++)
 		for (b = 0; b < img.files[i].block_count && b < 16; b++)
 			incfs_img_read_block(&img, img.files[i].ino, b, buf);
 	*st = img.status;
 	incfs_img_close(&img);
-	return 0;
 }
 
-static int t_corrupt_records(void)
+TEST_F_TIMEOUT(image, corrupt_every_record_byte, SLOW_TIMEOUT)
 {
 	struct golden g;
 	enum incfs_img_status st;
@@ -474,7 +518,7 @@ static int t_corrupt_records(void)
 	size_t i, j, valid = 0;
 	int fix;
 
-	CHECK(!golden_load(&g));
+	golden_load(_metadata, &g);
 	for (i = 0; i < g.img.nrecords; i++) {
 		const struct incfs_img_record *r = &g.img.records[i];
 		char saved[sizeof(union if_record)];
@@ -487,25 +531,23 @@ static int t_corrupt_records(void)
 				g.data[r->offset + j] ^= 0x5a;
 				if (fix)
 					fix_crc(g.data, r);
-				CHECK(!write_file(p, g.data, g.size));
-				CHECK(!poke(p, &st));
+				ASSERT_EQ(0, write_file(p, g.data, g.size));
+				poke(_metadata, p, &st);
 				/* The CRC covers all but the link to the next record. */
-				CHECKF(fix || in_next || st == INCFS_IMG_BROKEN,
-				       "record @%llu byte %zu: %s",
-				       (unsigned long long)r->offset, j,
-				       incfs_img_status_name(st));
+				ASSERT_TRUE(fix || in_next || st == INCFS_IMG_BROKEN)
+					TH_LOG("record @%llu byte %zu: %s",
+					       (unsigned long long)r->offset, j,
+					       incfs_img_status_name(st));
 				valid += st == INCFS_IMG_CLEAN;
 				memcpy(g.data + r->offset, saved, r->size);
 			}
 		}
 	}
-	fprintf(stderr, "  # %zu corruptions with a fixed CRC still make a valid image\n",
-		valid);
+	TH_LOG("%zu corruptions with a fixed CRC still make a valid image", valid);
 	golden_free(&g);
-	return 0;
 }
 
-static int t_corrupt_super_and_entries(void)
+TEST_F(image, corrupt_superblock_and_entries)
 {
 	struct golden g;
 	enum incfs_img_status st;
@@ -513,16 +555,17 @@ static int t_corrupt_super_and_entries(void)
 	size_t j, i;
 	uint32_t b;
 
-	CHECK(!golden_load(&g));
+	golden_load(_metadata, &g);
 	for (j = 0; j < 32; j++) {
 		bool in_first = j >= IF_OFF_FIRST_MD && j < IF_OFF_FIRST_MD + 8;
 
 		g.data[j] ^= 0x81;
-		CHECK(!write_file(p, g.data, g.size));
+		ASSERT_EQ(0, write_file(p, g.data, g.size));
 		g.data[j] ^= 0x81;
-		CHECK(!poke(p, &st));
-		CHECKF(in_first ? st != INCFS_IMG_CLEAN : st == INCFS_IMG_BROKEN,
-		       "superblock byte %zu: %s", j, incfs_img_status_name(st));
+		poke(_metadata, p, &st);
+		ASSERT_TRUE(in_first ? st != INCFS_IMG_CLEAN : st == INCFS_IMG_BROKEN)
+			TH_LOG("superblock byte %zu: %s", j,
+			       incfs_img_status_name(st));
 	}
 	for (i = 0; i < g.img.nfiles; i++) {
 		struct incfs_img_file *f = &g.img.files[i];
@@ -532,18 +575,17 @@ static int t_corrupt_super_and_entries(void)
 				size_t at = f->blockmap_offset + b * 14 + j;
 
 				g.data[at] ^= 0x10;
-				CHECK(!write_file(p, g.data, g.size));
+				ASSERT_EQ(0, write_file(p, g.data, g.size));
 				g.data[at] ^= 0x10;
-				CHECK(!poke(p, &st));
-				CHECKF(st != INCFS_IMG_CLEAN, "entry @%zu: clean", at);
+				poke(_metadata, p, &st);
+				ASSERT_NE(INCFS_IMG_CLEAN, st) TH_LOG("entry @%zu: clean", at);
 			}
 		}
 	}
 	golden_free(&g);
-	return 0;
 }
 
-static int t_fuzz(void)
+TEST_F_TIMEOUT(image, fuzz, SLOW_TIMEOUT)
 {
 	struct golden g;
 	enum incfs_img_status st;
@@ -551,23 +593,22 @@ static int t_fuzz(void)
 	char *copy;
 	int i, k;
 
-	CHECK(!golden_load(&g));
+	golden_load(_metadata, &g);
 	copy = malloc(g.size);
-	CHECK(copy);
+	ASSERT_NE(NULL, copy);
 	srand(12345);
 	for (i = 0; i < 3000; i++) {
 		memcpy(copy, g.data, g.size);
 		for (k = 0; k < 1 + i % 8; k++)
 			copy[rand() % (g.size < 4096 ? g.size : 4096)] = rand();
-		CHECK(!write_file(p, copy, g.size - (i % 3 ? 0 : rand() % 100)));
-		CHECK(!poke(p, &st));
+		ASSERT_EQ(0, write_file(p, copy, g.size - (i % 3 ? 0 : rand() % 100)));
+		poke(_metadata, p, &st);
 	}
 	free(copy);
 	golden_free(&g);
-	return 0;
 }
 
-static int t_data_crc(void)
+TEST_F(image, data_crc_and_lz4_errors)
 {
 	struct golden g;
 	struct incfs_img_file *f;
@@ -577,30 +618,30 @@ static int t_data_crc(void)
 	FILE *mem;
 	int st;
 
-	CHECK(!golden_load(&g));
+	golden_load(_metadata, &g);
 	f = incfs_img_file(&g.img, gf[1].ino);
-	CHECK(f && f->blocks[1].stored_size == BS / 2);
+	ASSERT_TRUE(f && f->blocks[1].stored_size == BS / 2);
 	g.data[f->blocks[1].data_offset + 100] ^= 1;
-	CHECK(!write_file(p, g.data, g.size));
+	ASSERT_EQ(0, write_file(p, g.data, g.size));
 	g.data[f->blocks[1].data_offset + 100] ^= 1;
 	mem = open_memstream(&out, &outlen);
-	CHECK(mem);
+	ASSERT_NE(NULL, mem);
 	st = incfs_img_fsck(p, true, mem);
 	fclose(mem);
-	CHECK(st == INCFS_IMG_BROKEN);
+	ASSERT_EQ(INCFS_IMG_BROKEN, st);
 	snprintf(want, sizeof(want), "offset %llu: ino %llu block 1: data CRC mismatch",
 		 (unsigned long long)f->blocks[1].data_offset,
 		 (unsigned long long)gf[1].ino);
-	CHECKF(strstr(out, want), "%s", out);
+	ASSERT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
 	free(out);
 	/* --repair left the broken image alone. */
 	{
 		char *after;
 		size_t alen;
 
-		CHECK(!read_file(p, &after, &alen));
-		CHECK(alen == g.size);
-		CHECK(memcmp(after, g.data, alen) != 0);
+		ASSERT_EQ(0, read_file(p, &after, &alen));
+		ASSERT_EQ(g.size, alen);
+		ASSERT_NE(0, memcmp(after, g.data, alen));
 		free(after);
 	}
 	/* LZ4 garbage with a matching CRC. */
@@ -611,26 +652,25 @@ static int t_data_crc(void)
 		uint32_t crc;
 		size_t at;
 
-		CHECK(e->flags == 1);
+		ASSERT_TRUE(e->flags == 1);
 		memset(g.data + e->data_offset, 0xff, e->stored_size);
 		crc = htole32(incfs_crc32(0, g.data + e->data_offset, e->stored_size));
 		at = f->blockmap_offset + 10;
 		memcpy(g.data + at, &crc, 4);
-		CHECK(!write_file(p, g.data, g.size));
-		CHECK(!incfs_img_open(&img, p));
-		CHECK(img.status == INCFS_IMG_CLEAN);
-		CHECK(incfs_img_read_block(&img, gf[0].ino, 0, buf) == -EBADMSG);
-		CHECK(incfs_img_check_blocks(&img) == 1);
-		CHECK(strstr(img.problems[0].what, "bad LZ4 data"));
-		CHECK(img.problems[0].offset == e->data_offset);
-		CHECK(img.status == INCFS_IMG_BROKEN);
+		ASSERT_EQ(0, write_file(p, g.data, g.size));
+		ASSERT_EQ(0, incfs_img_open(&img, p));
+		ASSERT_EQ(INCFS_IMG_CLEAN, img.status);
+		ASSERT_EQ(-EBADMSG, incfs_img_read_block(&img, gf[0].ino, 0, buf));
+		ASSERT_EQ(1, incfs_img_check_blocks(&img));
+		ASSERT_NE(NULL, strstr(img.problems[0].what, "bad LZ4 data"));
+		ASSERT_TRUE(img.problems[0].offset == e->data_offset);
+		ASSERT_EQ(INCFS_IMG_BROKEN, img.status);
 		incfs_img_close(&img);
 	}
 	golden_free(&g);
-	return 0;
 }
 
-static int t_hostile(void)
+TEST_F(image, hostile_offsets)
 {
 	struct incfs_img_writer *w = incfs_img_create(tpath("host"));
 	struct incfs_img img;
@@ -639,14 +679,13 @@ static int t_hostile(void)
 	uint64_t f;
 	struct if_blockmap *bm;
 
-	CHECK(w);
+	ASSERT_NE(NULL, w);
 	f = incfs_img_new_file(w, S_IFREG | 0444, 3 * BS);
-	CHECK(f);
-	CHECK(!incfs_img_finish(w));
-	CHECK(!read_file(tpath("host"), &d, &len));
+	ASSERT_TRUE(f);
+	ASSERT_EQ(0, incfs_img_finish(w));
+	ASSERT_EQ(0, read_file(tpath("host"), &d, &len));
 	/* inode @32, area @77 (42 bytes), blockmap @119 */
 	bm = (struct if_blockmap *)(d + 119);
-	CHECK(bm->h.type == IF_MD_BLOCK_MAP);
 	{
 		static const uint64_t bases[] = { 0, 31, 76, 78, 1ULL << 62,
 						  0x7fffffffffffffffULL,
@@ -654,21 +693,22 @@ static int t_hostile(void)
 		size_t i;
 		struct incfs_img_record r = { .offset = 119, .size = 43 };
 
-		for (i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		ASSERT_EQ(IF_MD_BLOCK_MAP, bm->h.type);
+		for (i = 0; i < ARRAY_SIZE(bases); i++) {
 			bm->base = htole64(bases[i]);
 			fix_crc(d, &r);
-			CHECK(!write_file(tpath("host2"), d, len));
-			CHECK(!incfs_img_open(&img, tpath("host2")));
-			CHECKF(img.status == INCFS_IMG_BROKEN, "base %llx",
-			       (unsigned long long)bases[i]);
+			ASSERT_EQ(0, write_file(tpath("host2"), d, len));
+			ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
+			ASSERT_EQ(INCFS_IMG_BROKEN, img.status)
+				TH_LOG("base %llx", (unsigned long long)bases[i]);
 			incfs_img_close(&img);
 		}
 		bm->base = htole64(77);
 		bm->count = htole32(0xffffffff);
 		fix_crc(d, &r);
-		CHECK(!write_file(tpath("host2"), d, len));
-		CHECK(!incfs_img_open(&img, tpath("host2")));
-		CHECK(img.status == INCFS_IMG_BROKEN);
+		ASSERT_EQ(0, write_file(tpath("host2"), d, len));
+		ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
+		ASSERT_EQ(INCFS_IMG_BROKEN, img.status);
 		incfs_img_close(&img);
 	}
 	/* A link into the superblock, and far past the end. */
@@ -676,72 +716,72 @@ static int t_hostile(void)
 		uint64_t link = htole64(8);
 
 		memcpy(d + IF_OFF_FIRST_MD, &link, 8);
-		CHECK(!write_file(tpath("host2"), d, len));
-		CHECK(!incfs_img_open(&img, tpath("host2")));
-		CHECK(img.status == INCFS_IMG_BROKEN);
+		ASSERT_EQ(0, write_file(tpath("host2"), d, len));
+		ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
+		ASSERT_EQ(INCFS_IMG_BROKEN, img.status);
 		incfs_img_close(&img);
 		link = htole64(0x8000000000000000ULL);
 		memcpy(d + IF_OFF_FIRST_MD, &link, 8);
-		CHECK(!write_file(tpath("host2"), d, len));
-		CHECK(!incfs_img_open(&img, tpath("host2")));
-		CHECK(img.status == INCFS_IMG_BROKEN);
+		ASSERT_EQ(0, write_file(tpath("host2"), d, len));
+		ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
+		ASSERT_EQ(INCFS_IMG_BROKEN, img.status);
 		incfs_img_close(&img);
 		link = htole64(1ULL << 40);
 		memcpy(d + IF_OFF_FIRST_MD, &link, 8);
-		CHECK(!write_file(tpath("host2"), d, len));
-		CHECK(!incfs_img_open(&img, tpath("host2")));
-		CHECKF(img.status == INCFS_IMG_REPAIRABLE && img.torn, "%s: %s",
-		       incfs_img_status_name(img.status),
-		       img.nproblems ? img.problems[0].what : "");
+		ASSERT_EQ(0, write_file(tpath("host2"), d, len));
+		ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
+		ASSERT_TRUE(img.status == INCFS_IMG_REPAIRABLE && img.torn)
+			TH_LOG("%s: %s", incfs_img_status_name(img.status),
+			       img.nproblems ? img.problems[0].what : "");
 		incfs_img_close(&img);
 	}
 	/* Not an image at all. */
 	memset(d, 'x', len);
-	CHECK(!write_file(tpath("host2"), d, 20));
-	CHECK(!incfs_img_open(&img, tpath("host2")));
-	CHECK(img.status == INCFS_IMG_BROKEN);
+	ASSERT_EQ(0, write_file(tpath("host2"), d, 20));
+	ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
+	ASSERT_EQ(INCFS_IMG_BROKEN, img.status);
 	incfs_img_close(&img);
-	CHECK(incfs_img_open(&img, tmpdir) == -EINVAL);
-	CHECK(incfs_img_open(&img, tpath("nonexistent")) == -ENOENT);
+	ASSERT_EQ(-EINVAL, incfs_img_open(&img, tmpdir));
+	ASSERT_EQ(-ENOENT, incfs_img_open(&img, tpath("nonexistent")));
 	free(d);
-	return 0;
 }
 
 /* ===== gc and dump ===== */
 
-static int t_gc(void)
+TEST_F(image, gc_drops_unreachable_and_dead_space)
 {
 	struct incfs_img a, b;
 	const char *in = tpath("golden"), *out = tpath("gc");
 	FILE *null = fopen("/dev/null", "w");
 	size_t i;
 
-	CHECK(null && !make_golden(in));
-	CHECK(!incfs_img_gc(in, out));
-	CHECK(incfs_img_fsck(out, false, null) == INCFS_IMG_CLEAN);
-	CHECK(!incfs_img_open(&a, in) && !incfs_img_open(&b, out));
-	CHECK(b.size < a.size);
-	CHECK(b.nfiles == a.nfiles - 1);
-	CHECK(incfs_img_file(&b, gf[4].ino) == NULL);	/* "gone" dropped */
-	CHECK(b.nnames == a.nnames);
+	ASSERT_NE(NULL, null);
+	make_golden(_metadata, in);
+	ASSERT_EQ(0, incfs_img_gc(in, out));
+	ASSERT_EQ(INCFS_IMG_CLEAN, incfs_img_fsck(out, false, null));
+	ASSERT_TRUE(!incfs_img_open(&a, in) && !incfs_img_open(&b, out));
+	ASSERT_TRUE(b.size < a.size);
+	ASSERT_EQ(a.nfiles - 1, b.nfiles);
+	ASSERT_EQ(NULL, incfs_img_file(&b, gf[4].ino));	/* "gone" dropped */
+	ASSERT_EQ(a.nnames, b.nnames);
 	for (i = 0; i < a.nnames; i++) {
-		CHECK(a.names[i].dir_ino == b.names[i].dir_ino);
-		CHECK(a.names[i].child_ino == b.names[i].child_ino);
-		CHECK(!strcmp(a.names[i].name, b.names[i].name));
+		ASSERT_EQ(b.names[i].dir_ino, a.names[i].dir_ino);
+		ASSERT_EQ(b.names[i].child_ino, a.names[i].child_ino);
+		ASSERT_EQ(0, strcmp(a.names[i].name, b.names[i].name));
 	}
 	for (i = 0; i < b.nfiles; i++) {
 		struct incfs_img_file *fa = incfs_img_file(&a, b.files[i].ino);
 		struct incfs_img_file *fb = &b.files[i];
 		uint32_t k;
 
-		CHECK(fa && fa->mode == fb->mode && fa->size == fb->size);
+		ASSERT_TRUE(fa && fa->mode == fb->mode && fa->size == fb->size);
 		for (k = 0; fb->blocks && k < fb->block_count; k++) {
-			CHECK(fa->blocks[k].stored_size == fb->blocks[k].stored_size);
-			CHECK(fa->blocks[k].flags == fb->blocks[k].flags);
-			CHECK(fa->blocks[k].crc == fb->blocks[k].crc);
+			ASSERT_TRUE(fa->blocks[k].stored_size == fb->blocks[k].stored_size);
+			ASSERT_TRUE(fa->blocks[k].flags == fb->blocks[k].flags);
+			ASSERT_TRUE(fa->blocks[k].crc == fb->blocks[k].crc);
 		}
 	}
-	CHECK(!check_content(&b, true));
+	check_content(_metadata, &b, true);
 	/* No dead space: only the alignment of the first full block. */
 	{
 		uint64_t used = 32;
@@ -755,19 +795,20 @@ static int t_gc(void)
 			for (k = 0; b.files[i].blocks && k < b.files[i].block_count; k++)
 				used += b.files[i].blocks[k].stored_size;
 		}
-		CHECKF(b.size - used < BS, "size %llu used %llu",
-		       (unsigned long long)b.size, (unsigned long long)used);
+		ASSERT_TRUE(b.size - used < BS)
+			TH_LOG("size %llu used %llu", (unsigned long long)b.size,
+			       (unsigned long long)used);
 	}
 	incfs_img_close(&a);
 	incfs_img_close(&b);
 	/* gc of a gc is the same image. */
-	CHECK(!incfs_img_gc(out, tpath("gc2")));
 	{
 		char *x, *y;
 		size_t xl, yl;
 
-		CHECK(!read_file(out, &x, &xl) && !read_file(tpath("gc2"), &y, &yl));
-		CHECK(xl == yl && !memcmp(x, y, xl));
+		ASSERT_EQ(0, incfs_img_gc(out, tpath("gc2")));
+		ASSERT_TRUE(!read_file(out, &x, &xl) && !read_file(tpath("gc2"), &y, &yl));
+		ASSERT_TRUE(xl == yl && !memcmp(x, y, xl));
 		free(x);
 		free(y);
 	}
@@ -776,17 +817,16 @@ static int t_gc(void)
 		char *x;
 		size_t xl;
 
-		CHECK(!read_file(in, &x, &xl));
+		ASSERT_EQ(0, read_file(in, &x, &xl));
 		x[40] ^= 1;
-		CHECK(!write_file(tpath("broken"), x, xl));
+		ASSERT_EQ(0, write_file(tpath("broken"), x, xl));
 		free(x);
-		CHECK(incfs_img_gc(tpath("broken"), tpath("gc3")) == -EUCLEAN);
+		ASSERT_EQ(-EUCLEAN, incfs_img_gc(tpath("broken"), tpath("gc3")));
 	}
 	fclose(null);
-	return 0;
 }
 
-static int t_dump(void)
+TEST_F(image, dump_lines)
 {
 	const char *in = tpath("golden");
 	char *out = NULL;
@@ -810,15 +850,14 @@ static int t_dump(void)
 	};
 	size_t i;
 
-	CHECK(!make_golden(in));
+	make_golden(_metadata, in);
 	mem = open_memstream(&out, &len);
-	CHECK(mem);
-	CHECK(incfs_img_dump(in, mem) == 0);
+	ASSERT_NE(NULL, mem);
+	ASSERT_EQ(0, incfs_img_dump(in, mem));
 	fclose(mem);
-	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		CHECKF(strstr(out, want[i]), "missing: %s\n%s", want[i], out);
+	for (i = 0; i < ARRAY_SIZE(want); i++)
+		ASSERT_NE(NULL, strstr(out, want[i])) TH_LOG("missing: %s\n%s", want[i], out);
 	free(out);
-	return 0;
 }
 
 /* ===== the CLI ===== */
@@ -866,7 +905,7 @@ static int mkfile(const char *path, uint64_t seed, size_t size, bool text)
 	return ret;
 }
 
-static int t_cli_create_read_back(void)
+TEST_F(cli, create_and_read_back)
 {
 	static const struct {
 		const char *path;
@@ -884,29 +923,27 @@ static int t_cli_create_read_back(void)
 	size_t i;
 	int lz4;
 
-	if (!cli)
-		return -1;
-	CHECK(!mkdir(tpath("src"), 0755));
-	CHECK(!mkdir(tpath("src/sub"), 0755));
-	CHECK(!mkdir(tpath("src/sub/deeper"), 0755));
-	CHECK(!mkdir(tpath("src/emptydir"), 0755));
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		CHECK(!mkfile(tpath(files[i].path), i, files[i].size, files[i].text));
-	CHECK(!link(tpath("src/one"), tpath("src/sub/one-link")));
+	ASSERT_EQ(0, mkdir(tpath("src"), 0755));
+	ASSERT_EQ(0, mkdir(tpath("src/sub"), 0755));
+	ASSERT_EQ(0, mkdir(tpath("src/sub/deeper"), 0755));
+	ASSERT_EQ(0, mkdir(tpath("src/emptydir"), 0755));
+	for (i = 0; i < ARRAY_SIZE(files); i++)
+		ASSERT_EQ(0, mkfile(tpath(files[i].path), i, files[i].size, files[i].text));
+	ASSERT_EQ(0, link(tpath("src/one"), tpath("src/sub/one-link")));
 	for (lz4 = 0; lz4 < 2; lz4++) {
 		char im[512];
 
 		snprintf(im, sizeof(im), "%s", tpath(lz4 ? "cli-lz4.img" : "cli.img"));
 
-		CHECK(cli_run(NULL, "create %s '%s' '%s'", lz4 ? "--lz4" : "",
-			      tpath("src"), im) == 0);
-		CHECK(cli_run(NULL, "fsck '%s'", im) == 0);
-		CHECK(!incfs_img_open(&img, im));
-		CHECK(img.status == INCFS_IMG_CLEAN);
-		CHECK(img.nfiles == 8);		/* 3 dirs, 6 files, one a link */
-		CHECK(img.nnames == 9);
+		ASSERT_EQ(0, cli_run(NULL, "create %s '%s' '%s'",
+				     lz4 ? "--lz4" : "", tpath("src"), im));
+		ASSERT_EQ(0, cli_run(NULL, "fsck '%s'", im));
+		ASSERT_EQ(0, incfs_img_open(&img, im));
+		ASSERT_EQ(INCFS_IMG_CLEAN, img.status);
+		ASSERT_EQ(8, img.nfiles);		/* 3 dirs, 6 files, one a link */
+		ASSERT_EQ(9, img.nnames);
 		/* Read every file back by its path. */
-		for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		for (i = 0; i < ARRAY_SIZE(files); i++) {
 			const char *path = files[i].path + 4, *slash;
 			uint64_t dir = 2, ino = 0;
 			char *want, buf[BS];
@@ -923,126 +960,94 @@ static int t_cli_create_read_back(void)
 					    strlen(img.names[k].name) == nl &&
 					    !strncmp(img.names[k].name, path, nl))
 						ino = img.names[k].child_ino;
-				CHECKF(ino, "%s", files[i].path);
+				ASSERT_TRUE(ino) TH_LOG("%s", files[i].path);
 				dir = ino;
 				path = slash ? slash + 1 : NULL;
 			}
-			CHECK(!read_file(tpath(files[i].path), &want, &wl));
-			CHECK(incfs_img_file(&img, ino)->size == wl);
+			ASSERT_EQ(0, read_file(tpath(files[i].path), &want, &wl));
+			ASSERT_TRUE(incfs_img_file(&img, ino)->size == wl);
 			for (b = 0; (uint64_t)b * BS < wl; b++) {
 				int n = incfs_img_read_block(&img, ino, b, buf);
 
-				CHECK(n == (int)blen(wl, b));
-				CHECK(!memcmp(buf, want + (size_t)b * BS, n));
+				ASSERT_EQ((int)blen(wl, b), n);
+				ASSERT_EQ(0, memcmp(buf, want + (size_t)b * BS, n));
 			}
 			free(want);
 		}
 		if (lz4)
-			CHECK(incfs_img_file(&img, img.names[0].child_ino));
+			ASSERT_NE(NULL, incfs_img_file(&img, img.names[0].child_ino));
 		incfs_img_close(&img);
-		CHECK(cli_run(&out, "dump '%s'", im) == 0);
-		CHECKF(strstr(out, "  /sub/one-link ino "), "%s", out);
-		CHECK(strstr(out, " nlink 2\n"));
+		ASSERT_EQ(0, cli_run(&out, "dump '%s'", im));
+		ASSERT_NE(NULL, strstr(out, "  /sub/one-link ino ")) TH_LOG("%s", out);
+		ASSERT_NE(NULL, strstr(out, " nlink 2\n"));
 		/* The 17-byte tail does not shrink. */
-		CHECKF(strstr(out, lz4 ? "present 0-75 (76/76) lz4 75 blockmap" :
-			      "present 0-75 (76/76) blockmap"), "%s", out);
+		ASSERT_NE(NULL, strstr(out, lz4 ?
+					"present 0-75 (76/76) lz4 75 blockmap" :
+					"present 0-75 (76/76) blockmap"))
+			TH_LOG("%s", out);
 		free(out);
 	}
 	/* Refuses to overwrite; --force replaces. */
-	CHECK(cli_run(&out, "create '%s' '%s'", tpath("src"), tpath("cli.img")) == 1);
-	CHECK(strstr(out, "exists"));
+	ASSERT_EQ(1, cli_run(&out, "create '%s' '%s'", tpath("src"), tpath("cli.img")));
+	ASSERT_NE(NULL, strstr(out, "exists"));
 	free(out);
-	CHECK(cli_run(NULL, "create --force '%s' '%s'", tpath("src"), tpath("cli.img")) == 0);
+	ASSERT_EQ(0, cli_run(NULL, "create --force '%s' '%s'", tpath("src"), tpath("cli.img")));
 	/* A failure leaves nothing behind. */
-	CHECK(!mkfifo(tpath("src/fifo"), 0644));
-	CHECK(cli_run(&out, "create '%s' '%s'", tpath("src"), tpath("fail.img")) == 1);
-	CHECK(access(tpath("fail.img"), F_OK) && errno == ENOENT);
+	ASSERT_EQ(0, mkfifo(tpath("src/fifo"), 0644));
+	ASSERT_EQ(1, cli_run(&out, "create '%s' '%s'", tpath("src"), tpath("fail.img")));
+	ASSERT_TRUE(access(tpath("fail.img"), F_OK) && errno == ENOENT);
 	free(out);
-	CHECK(!unlink(tpath("src/fifo")));
-	return 0;
+	ASSERT_EQ(0, unlink(tpath("src/fifo")));
 }
 
-static int t_cli_fsck_gc_usage(void)
+TEST_F(cli, fsck_gc_usage)
 {
 	char g[512], c[512], *data, *out;
 	size_t len;
 
-	if (!cli)
-		return -1;
 	snprintf(g, sizeof(g), "%s", tpath("golden"));
 	snprintf(c, sizeof(c), "%s", tpath("cli-cut"));
-	CHECK(!make_golden(g));
-	CHECK(!read_file(g, &data, &len));
-	CHECK(cli_run(NULL, "fsck '%s'", g) == 0);
-	CHECK(!write_file(c, data, len - 50));
-	CHECK(cli_run(&out, "fsck '%s'", c) == 1);
-	CHECK(strstr(out, "repairable"));
+	make_golden(_metadata, g);
+	ASSERT_EQ(0, read_file(g, &data, &len));
+	ASSERT_EQ(0, cli_run(NULL, "fsck '%s'", g));
+	ASSERT_EQ(0, write_file(c, data, len - 50));
+	ASSERT_EQ(1, cli_run(&out, "fsck '%s'", c));
+	ASSERT_NE(NULL, strstr(out, "repairable"));
 	free(out);
-	CHECK(cli_run(NULL, "fsck --repair '%s'", c) == 0);
-	CHECK(cli_run(NULL, "fsck '%s'", c) == 0);
+	ASSERT_EQ(0, cli_run(NULL, "fsck --repair '%s'", c));
+	ASSERT_EQ(0, cli_run(NULL, "fsck '%s'", c));
 	data[100] ^= 4;
-	CHECK(!write_file(c, data, len - 50));
-	CHECK(cli_run(&out, "fsck --repair '%s'", c) == 2);
-	CHECK(strstr(out, "bad record CRC"));
+	ASSERT_EQ(0, write_file(c, data, len - 50));
+	ASSERT_EQ(2, cli_run(&out, "fsck --repair '%s'", c));
+	ASSERT_NE(NULL, strstr(out, "bad record CRC"));
 	free(out);
 	{
 		char *after;
 		size_t al;
 
-		CHECK(!read_file(c, &after, &al));
-		CHECK(al == len - 50 && !memcmp(after, data, al));
+		ASSERT_EQ(0, read_file(c, &after, &al));
+		ASSERT_TRUE(al == len - 50 && !memcmp(after, data, al));
 		free(after);
 	}
-	CHECK(cli_run(NULL, "gc '%s' '%s'", g, tpath("cli-gc")) == 0);
-	CHECK(cli_run(NULL, "fsck '%s'", tpath("cli-gc")) == 0);
-	CHECK(cli_run(NULL, "gc '%s' '%s'", g, tpath("cli-gc")) == 1);
-	CHECK(cli_run(NULL, "gc '%s' '%s'", c, tpath("cli-gc2")) == 1);
-	CHECK(access(tpath("cli-gc2"), F_OK));
-	CHECK(cli_run(NULL, "fsck '%s'", tpath("nonexistent")) == 3);
-	CHECK(cli_run(&out, "") == 64);
-	CHECK(strstr(out, "usage:"));
+	ASSERT_EQ(0, cli_run(NULL, "gc '%s' '%s'", g, tpath("cli-gc")));
+	ASSERT_EQ(0, cli_run(NULL, "fsck '%s'", tpath("cli-gc")));
+	ASSERT_EQ(1, cli_run(NULL, "gc '%s' '%s'", g, tpath("cli-gc")));
+	ASSERT_EQ(1, cli_run(NULL, "gc '%s' '%s'", c, tpath("cli-gc2")));
+	ASSERT_TRUE(access(tpath("cli-gc2"), F_OK));
+	ASSERT_EQ(3, cli_run(NULL, "fsck '%s'", tpath("nonexistent")));
+	ASSERT_EQ(64, cli_run(&out, ""));
+	ASSERT_NE(NULL, strstr(out, "usage:"));
 	free(out);
-	CHECK(cli_run(&out, "-h") == 0);
-	CHECK(strstr(out, "create") && strstr(out, "gc"));
+	ASSERT_EQ(0, cli_run(&out, "-h"));
+	ASSERT_TRUE(strstr(out, "create") && strstr(out, "gc"));
 	free(out);
-	CHECK(cli_run(&out, "frob") == 64);
-	CHECK(strchr(out, '\n') == out + strlen(out) - 1);
+	ASSERT_EQ(64, cli_run(&out, "frob"));
+	ASSERT_EQ(out + strlen(out) - 1, strchr(out, '\n'));
 	free(out);
-	CHECK(cli_run(NULL, "fsck --lz4 x") == 64);
-	CHECK(cli_run(NULL, "fsck a b") == 64);
-	CHECK(cli_run(NULL, "gc a") == 64);
+	ASSERT_EQ(64, cli_run(NULL, "fsck --lz4 x"));
+	ASSERT_EQ(64, cli_run(NULL, "fsck a b"));
+	ASSERT_EQ(64, cli_run(NULL, "gc a"));
 	free(data);
-	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	char cmd[300];
-
-	if (argc > 1)
-		cli = argv[1];
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_incfs_image.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	run("write_then_open", t_write_then_open);
-	run("writer_refuses_what_the_kernel_refuses", t_writer_refuses);
-	run("too_many_inodes", t_too_many_inodes);
-	run("lz4_and_mixed", t_lz4_and_mixed);
-	run("cut_at_every_offset_then_repair", t_cut_every_offset);
-	run("corrupt_every_record_byte", t_corrupt_records);
-	run("corrupt_superblock_and_entries", t_corrupt_super_and_entries);
-	run("fuzz", t_fuzz);
-	run("data_crc_and_lz4_errors", t_data_crc);
-	run("hostile_offsets", t_hostile);
-	run("gc_drops_unreachable_and_dead_space", t_gc);
-	run("dump_lines", t_dump);
-	run("cli_create_and_read_back", t_cli_create_read_back);
-	run("cli_fsck_gc_usage", t_cli_fsck_gc_usage);
-	printf("%d passed, %d failed\n", npass, nfail);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (!nfail && system(cmd))
-		fprintf(stderr, "cannot remove %s\n", tmpdir);
-	return nfail ? 1 : 0;
-}
+TEST_HARNESS_MAIN
