@@ -52,6 +52,13 @@ class Scratch:
 		path.unlink()		# a hard link to the real tree
 		path.write_text(new)
 
+	def revert(self, rel: str) -> None:
+		"""Give a source file of the copy back the real tree's content,
+		as a new file: newer than the objects built from the edit."""
+		path = self.src / rel
+		path.unlink()
+		path.write_bytes((self.kernel.layout.src / rel).read_bytes())
+
 	def add_kmi_symbols(self, symbols: set[str]) -> None:
 		wl = self.obj / kmi.WHITELIST
 		kmi.write_whitelist(wl, set(wl.read_text().split()) | symbols)
@@ -61,16 +68,24 @@ class Scratch:
 		k = self.kernel
 		make = ['make', '-C', str(k.layout.src), f'O={k.obj}', f'-j{k.jobs}',
 			*toolchain.make_vars(k.env, k.layout.src, k.obj), 'Image', 'modules']
-		script = ' && '.join([
-			f'mount --bind {shlex.quote(str(self.src))} {shlex.quote(str(k.layout.src))}',
-			f'mount --bind {shlex.quote(str(self.obj))} {shlex.quote(str(k.obj))}',
-			shlex.join(make)])
-		with open(log, 'w') as f:
-			res = subprocess.run(['unshare', '--mount', '--propagation', 'private',
-					      'sh', '-c', script], env=k.env, stdout=f,
-					     stderr=subprocess.STDOUT)
-		if res.returncode:
+		rc = run_at_real_paths([(self.src, k.layout.src), (self.obj, k.obj)], make,
+				       k.env, log)
+		if rc:
 			raise GkiError(f'scratch build failed; see {log}')
 
 	def remove(self) -> None:
 		shutil.rmtree(self.root, ignore_errors=True)
+
+
+def run_at_real_paths(binds: list[tuple[Path, Path]], cmd: list[str],
+		      env: dict[str, str] | None, log: Path) -> int:
+	"""Run cmd in a private mount namespace where each copy is bind-mounted
+	over its real path; output to log; returns the exit status."""
+	mounts = [f'mount --bind {shlex.quote(str(copy))} {shlex.quote(str(real))}'
+		  for copy, real in binds]
+	script = ' && '.join(mounts + ['exec ' + shlex.join(cmd)])
+	log.parent.mkdir(parents=True, exist_ok=True)
+	with open(log, 'w') as f:
+		return subprocess.run(['unshare', '--mount', '--propagation', 'private',
+				       'sh', '-c', script], env=env, stdout=f,
+				      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: GPL-2.0
+"""A private copy of a whole build in which the real `gki build` runs at
+the real paths: the inputs an engineer edits (common/, symbol_lists/,
+vendor_modules/) and one variant's outputs under out/.
+
+The incremental-build tests change an input here, build, revert it, build
+again and compare the outputs' hashes with the first build.  Like
+scratch.py, the copies are bind-mounted over the real paths in a private
+mount namespace, so make sees the paths its dependency files recorded and
+the real tree is never written.  The kernel source is copied with hard
+links (the source stage replaces files, never writes through them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from layout import Layout, Variant
+from scratch import run_at_real_paths
+from util import GkiError, sha256_file
+
+INPUTS = ('common', 'symbol_lists', 'vendor_modules')
+# Output folders a build reads besides the variant's own; copied whole.
+SHARED_OUT = ('guest', 'host')
+
+
+@dataclasses.dataclass
+class Build:
+	rc: int
+	output: str
+	rebuilt: set[str]	# kernel objects the kernel stage wrote
+	hashes: dict[str, str]	# dist-relative path -> sha256 (Image, vmlinux, *.ko)
+
+	@property
+	def note(self) -> str:
+		"""The kernel stage's closing line."""
+		m = re.search(r'^\[kernel-\S+ .*\] (.*)$', self.output, re.M)
+		return m.group(1) if m else ''
+
+
+class Sandbox:
+	def __init__(self, layout: Layout, variant: Variant, root: Path):
+		self.layout = layout
+		self.variant = variant
+		self.root = root
+		self.top = root / 'top'
+		self.out = root / 'out'
+		self.real = Layout(layout.top, self.out)	# the copy's paths, outside
+
+	def create(self) -> 'Sandbox':
+		self.remove()
+		self.top.mkdir(parents=True)
+		self.out.mkdir()
+		for name in INPUTS:
+			shutil.copytree(self.layout.top / name, self.top / name, symlinks=True)
+		lo = self.layout.out
+		copies = [['cp', '-al', str(lo / 'src'), str(self.out / 'src')],
+			  ['cp', '-al', str(lo / 'guest-pkgs'), str(self.out / 'guest-pkgs')],
+			  ['cp', '-a', str(lo / self.variant.name), str(self.out / self.variant.name)]]
+		copies += [['cp', '-a', str(lo / d), str(self.out / d)]
+			   for d in SHARED_OUT if (lo / d).is_dir()]
+		for cmd in copies:
+			res = subprocess.run(cmd, capture_output=True, text=True)
+			if res.returncode:
+				raise GkiError(f'{" ".join(cmd)}: {res.stderr.strip()}')
+		# The copy's QEMU scratch disks are of no use to a build.
+		shutil.rmtree(self.out / self.variant.name / 'qemu', ignore_errors=True)
+		return self
+
+	def input(self, rel: str) -> Path:
+		"""A path of the copy's inputs, e.g. 'common/patches/series'."""
+		return self.top / rel
+
+	def build(self, *args: str) -> Build:
+		"""./build/gki build for the variant, in the copy."""
+		logs = self.real.logs
+		shutil.rmtree(logs, ignore_errors=True)
+		binds = [(self.top / n, self.layout.top / n) for n in INPUTS]
+		binds.append((self.out, self.layout.out))
+		cmd = [sys.executable, '-B', str(self.layout.top / 'build' / 'gkibuild' / 'main.py'),
+		       'build', '--variant', self.variant.name, *args]
+		log = self.root / 'build.log'
+		rc = run_at_real_paths(binds, cmd, None, log)
+		kernel_log = self.real.log(self.variant, 'kernel')
+		rebuilt = set()
+		if kernel_log.exists():
+			rebuilt = set(re.findall(r'^gki: rebuilt (\S+)$', kernel_log.read_text(), re.M))
+		return Build(rc, log.read_text(errors='replace'), rebuilt, self.hashes())
+
+	def hashes(self) -> dict[str, str]:
+		dist = self.real.dist(self.variant)
+		files = [dist / 'Image', dist / 'vmlinux', *sorted(dist.glob('modules/**/*.ko'))]
+		return {str(p.relative_to(dist)): sha256_file(p) for p in files if p.exists()}
+
+	def remove(self) -> None:
+		shutil.rmtree(self.root, ignore_errors=True)
