@@ -12,6 +12,7 @@ from pathlib import Path
 import kconfig
 import kmi
 import toolchain
+import treesync
 from layout import Layout, Variant
 from util import info, mtimes, rebuilt, run_logged, sha256_text, write_if_changed
 
@@ -87,9 +88,20 @@ class Kernel:
 			f.write(''.join(f'gki: rebuilt {p}\n' for p in self.rebuilt))
 
 	def headers(self) -> Path:
+		"""Install the UAPI headers into obj/uapi.  headers_install
+		copies with rsync without keeping times, so every run would
+		restamp every header and rebuild every program that includes
+		one: install beside, then sync by content."""
 		dest = self.obj / 'uapi'
-		self.make('headers_install', extra=[f'INSTALL_HDR_PATH={dest}'],
+		tmp = self.obj / 'uapi.tmp'
+		shutil.rmtree(tmp, ignore_errors=True)
+		self.make('headers_install', extra=[f'INSTALL_HDR_PATH={tmp}'],
 			  what='headers_install')
+		if dest.is_dir():
+			treesync.sync(tmp, dest)
+			shutil.rmtree(tmp)
+		else:
+			tmp.rename(dest)
 		return dest / 'include'
 
 	def trims_exports(self) -> bool:
