@@ -30,6 +30,13 @@ SHARED_OUT = ('guest', 'host')
 
 
 @dataclasses.dataclass
+class Run:
+	rc: int
+	output: str	# stdout and stderr, interleaved
+	log: Path	# where output was written
+
+
+@dataclasses.dataclass
 class Build:
 	rc: int
 	output: str
@@ -76,21 +83,28 @@ class Sandbox:
 		"""A path of the copy's inputs, e.g. 'common/patches/series'."""
 		return self.top / rel
 
-	def build(self, *args: str) -> Build:
-		"""./build/gki build for the variant, in the copy."""
-		logs = self.real.logs
-		shutil.rmtree(logs, ignore_errors=True)
+	def run(self, *gki_args: str, log_name: str = 'gki.log') -> Run:
+		"""build/gki's Python half with gki_args (e.g. 'qemu', '--only',
+		'kunit'), in the copy: the copy's inputs and out/ are bind-mounted
+		over the real ones, so its stages rebuild only what the copy
+		changed.  The copy's logs start empty, so they are this run's."""
+		shutil.rmtree(self.real.logs, ignore_errors=True)
 		binds = [(self.top / n, self.layout.top / n) for n in INPUTS]
 		binds.append((self.out, self.layout.out))
 		cmd = [sys.executable, '-B', str(self.layout.top / 'build' / 'gkibuild' / 'main.py'),
-		       'build', '--variant', self.variant.name, *args]
-		log = self.root / 'build.log'
+		       *gki_args]
+		log = self.root / log_name
 		rc = run_at_real_paths(binds, cmd, None, log)
+		return Run(rc, log.read_text(errors='replace'), log)
+
+	def build(self, *args: str) -> Build:
+		"""./build/gki build for the variant, in the copy."""
+		res = self.run('build', '--variant', self.variant.name, *args, log_name='build.log')
 		kernel_log = self.real.log(self.variant, 'kernel')
 		rebuilt = set()
 		if kernel_log.exists():
 			rebuilt = set(re.findall(r'^gki: rebuilt (\S+)$', kernel_log.read_text(), re.M))
-		return Build(rc, log.read_text(errors='replace'), rebuilt, self.hashes())
+		return Build(res.rc, res.output, rebuilt, self.hashes())
 
 	def hashes(self) -> dict[str, str]:
 		dist = self.real.dist(self.variant)
