@@ -214,6 +214,11 @@ def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
 	return runner.bench(layout, vs[0], args.names)
 
 
+def cmd_mutate(args: argparse.Namespace, layout: Layout) -> int:
+	import mutate
+	return mutate.main(layout, args.names, args.fast)[0]
+
+
 def parser() -> argparse.ArgumentParser:
 	p = argparse.ArgumentParser(prog='gki')
 	sub = p.add_subparsers(dest='cmd', required=True)
@@ -242,6 +247,9 @@ def parser() -> argparse.ArgumentParser:
 	sy.add_argument('name', help=f'a list of symbol_lists/: {kmi.CORE} or a module folder')
 	sy.add_argument('--remove', action='store_true',
 			help='also drop symbols no module needs any more')
+	mu = sub.add_parser('mutate')
+	mu.add_argument('names', nargs='*', metavar='NAME', help='mutants of build/mutants.toml')
+	mu.add_argument('--fast', action='store_true', help='the sample ./build/gki test runs')
 	return p
 
 
@@ -250,7 +258,7 @@ def main(argv: list[str]) -> int:
 	layout = Layout.default()
 	handler = {'build': cmd_build, 'repro': cmd_repro, 'test': cmd_test,
 		   'qemu': cmd_qemu, 'bench': cmd_bench, 'symbols': cmd_symbols,
-		   'abi': cmd_abi}[args.cmd]
+		   'abi': cmd_abi, 'mutate': cmd_mutate}[args.cmd]
 	try:
 		return handler(args, layout)
 	except GkiError as e:
