@@ -113,7 +113,12 @@ class Kernel:
 		return (self.obj / 'include' / 'config' / 'kernel.release').read_text().strip()
 
 	def in_tree_modules(self) -> list[Path]:
-		return sorted(p for p in self.obj.rglob('*.ko') if 'uapi' not in p.parts)
+		"""The in-tree modules of this configuration, from kbuild's
+		modules.order: one the config no longer builds leaves its old .ko
+		in obj/, which must not ship."""
+		order = self.obj / 'modules.order'
+		return sorted(self.obj / Path(l.strip()).with_suffix('.ko')
+			      for l in order.read_text().splitlines() if l.strip())
 
 
 def default_jobs() -> int:

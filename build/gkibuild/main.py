@@ -88,7 +88,7 @@ def stale_lists(layout: Layout, k: Kernel, env: dict[str, str]) -> list[str]:
 	lists = kmi.load_all(layout.symbol_lists)
 	allowed = kmi.exportable(k.obj, env)
 	sets = [(kmi.CORE, k.in_tree_modules(), False)] + [
-		(m.symbol_list, sorted((layout.ext(k.variant) / m.kind / m.name).rglob('*.ko')), True)
+		(m.symbol_list, modules.built_modules(layout.ext(k.variant) / m.kind / m.name), True)
 		for m in ext_modules(layout)]
 	out = []
 	for name, kos, own in sets:

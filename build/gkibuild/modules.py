@@ -61,4 +61,19 @@ def build(kernel: Kernel, mod: ExtModule, allow_undefined: bool = False) -> list
 		if why:
 			raise GkiError(why) from None
 		raise
-	return sorted(dest.rglob('*.ko'))
+	return built_modules(dest)
+
+
+def built_modules(dest: Path) -> list[Path]:
+	"""The .ko files this build made, from kbuild's modules.order: a module
+	dropped from the Kbuild file leaves its old .ko behind, which must not
+	ship."""
+	order = dest / 'modules.order'
+	if not order.exists():
+		raise GkiError(f'{order} is missing after the build')
+	kos = [Path(l.strip()).with_suffix('.ko') for l in order.read_text().splitlines()
+	       if l.strip()]
+	missing = [str(k) for k in kos if not k.exists()]
+	if missing:
+		raise GkiError(f'modules.order names modules that were not built: {", ".join(missing)}')
+	return sorted(kos)
