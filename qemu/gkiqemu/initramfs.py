@@ -206,12 +206,17 @@ def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path]
 	mods = dist / 'modules'
 	for d in sorted(p for p in mods.rglob('*') if p.is_dir()):
 		spec.append(f'dir /modules/{d.relative_to(mods)} 0755 0 0')
-	for ko in sorted(mods.rglob('*.ko')):
+	kos = sorted(mods.rglob('*.ko'))
+	for ko in kos:
 		spec.append(f'file /modules/{ko.relative_to(mods)} {ko} 0644 0 0')
 
 	etc = gdir / 'etc'
 	release = json.loads((dist / 'manifest.json').read_text())['kernel_release']
-	files = {'kernel.release': release + '\n', 'variant': v.name + '\n'}
+	files = {'kernel.release': release + '\n', 'variant': v.name + '\n',
+		 # What the build produced, so that a guest suite can tell a
+		 # missing module or tool from one that was never built.
+		 'modules': ''.join(f'{ko.relative_to(mods)}\n' for ko in kos),
+		 'tools': ''.join(f'{name}\n' for name in sorted(tools))}
 	files.update({mode: ''.join(c + '\n' for c in cmds) for mode, cmds in lists.items()})
 	for name, text in files.items():
 		write_if_changed(etc / name, text.encode())
