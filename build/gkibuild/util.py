@@ -65,8 +65,21 @@ def mtimes(root: Path, suffix: str) -> dict[str, int]:
 
 
 def rebuilt(before: Mapping[str, int], after: Mapping[str, int]) -> list[str]:
-	"""Files new or rewritten between two mtimes() snapshots."""
-	return sorted(p for p, t in after.items() if before.get(p) != t)
+	"""Objects compiled from a source file (not linked, like vmlinux.o)
+	that are new or rewritten between two mtimes() snapshots."""
+	return sorted(p for p, t in after.items() if before.get(p) != t and compiled(p))
+
+
+def compiled(obj: str) -> bool:
+	"""Did kbuild compile obj from a source file?  Its .cmd file then
+	names the source (source_<obj> := ...); a linked or generated object
+	(vmlinux.o, the kallsyms passes) has no such line."""
+	head, name = os.path.split(obj)
+	try:
+		with open(os.path.join(head, f'.{name}.cmd'), errors='replace') as f:
+			return any(line.startswith('source_') for line in f)
+	except OSError:
+		return False
 
 
 def run_logged(cmd: Sequence[str], log: Path, env: Mapping[str, str] | None = None,

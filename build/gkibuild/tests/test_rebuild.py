@@ -18,17 +18,22 @@ V19 = {'clang': '19.1.7', 'ld.lld': '19.1.7', 'llvm-objcopy': '19.1.7'}
 
 
 class RebuiltTest(unittest.TestCase):
-	def test_rebuilt_lists_new_and_rewritten_objects_only(self):
+	def test_rebuilt_lists_new_and_rewritten_compiled_objects_only(self):
 		with tempfile.TemporaryDirectory() as tmp:
 			root = Path(tmp)
-			for name in ('a.o', 'b.o', 'c.cmd'):
+			for name in ('a.o', 'b.o', 'c.cmd', 'linked.o'):
 				(root / name).write_text('x')
+			for name in ('a.o', 'b.o', 'sub/d.o'):
+				cmd = root / Path(name).parent / f'.{Path(name).name}.cmd'
+				cmd.parent.mkdir(exist_ok=True)
+				cmd.write_text(f'savedcmd_{name} := clang\nsource_{name} := x.c\n')
+			(root / '.linked.o.cmd').write_text('savedcmd_linked.o := ld.lld\n')
 			os.utime(root / 'a.o', (1, 1))
 			os.utime(root / 'b.o', (1, 1))
 			before = util.mtimes(root, '.o')
 			os.utime(root / 'b.o', (2, 2))
-			(root / 'sub').mkdir()
 			(root / 'sub' / 'd.o').write_text('x')
+			(root / 'linked.o').write_text('y')
 			(root / 'c.cmd').write_text('y')
 			self.assertEqual([str(root / 'b.o'), str(root / 'sub' / 'd.o')],
 					 util.rebuilt(before, util.mtimes(root, '.o')))
