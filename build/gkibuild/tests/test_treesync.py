@@ -81,6 +81,13 @@ class SyncTest(unittest.TestCase):
 		self.assertEqual(['lib/e.c'], stats.removed)
 		self.assertGreaterEqual((self.old / 'include/a.h').stat().st_mtime, built - 1)
 
+	def test_same_size_edit_is_a_change(self):
+		# A patch need not change a file's size: 2 -> 3.
+		write(self.new, {'include/b.h': '#define B 3\n'})
+		stats = treesync.sync(self.new, self.old)
+		self.assertIn('include/b.h', stats.changed)
+		self.assertEqual('#define B 3\n', (self.old / 'include/b.h').read_text())
+
 	def test_mode_change_is_a_change(self):
 		(self.new / 'lib/c.c').chmod(0o755)
 		stats = treesync.sync(self.new, self.old)
@@ -140,15 +147,19 @@ class SourceStageTest(unittest.TestCase):
 		self.layout = Layout(top, top / 'out')
 		(top / 'common' / 'patches').mkdir(parents=True)
 		self.tarball = top / 'linux.tar'
+		self.src = self.archive({'linux/include/a.h': '#define A 1\n',
+					 'linux/lib/c.c': 'int c;\n'}, 'ab' * 32)
+		self.log = top / 'source.log'
+
+	def archive(self, files: dict[str, str], sha256: str) -> source.Source:
+		"""(Re)write the tarball, every member with the same old mtime."""
 		with tarfile.open(self.tarball, 'w') as tar:
-			for rel, text in (('linux/include/a.h', '#define A 1\n'),
-					  ('linux/lib/c.c', 'int c;\n')):
+			for rel, text in files.items():
 				ti = tarfile.TarInfo(rel)
 				data = text.encode()
 				ti.size, ti.mtime = len(data), OLD
 				tar.addfile(ti, io.BytesIO(data))
-		self.src = source.Source('p', '1', 'ab' * 32, True, self.tarball)
-		self.log = top / 'source.log'
+		return source.Source('p', '1', sha256, True, self.tarball)
 
 	def tearDown(self):
 		self.tmp.cleanup()
@@ -186,6 +197,23 @@ class SourceStageTest(unittest.TestCase):
 		self.assertEqual(c_mtime, c.stat().st_mtime_ns)
 		stamp = json.loads((self.layout.src.parent / 'stamp.json').read_text())
 		self.assertEqual([], stamp['patches'])
+
+	def test_new_tarball_point_release(self):
+		"""A new point release: only the files it changed are newer."""
+		self.series()
+		source.prepare(self.layout, self.src, self.log)
+		a = self.layout.src / 'include/a.h'
+		c = self.layout.src / 'lib/c.c'
+		a_mtime = a.stat().st_mtime_ns
+		os.utime(c, (OLD, OLD))
+		update = self.archive({'linux/include/a.h': '#define A 1\n',
+				       'linux/lib/c.c': 'int c = 1;\n',
+				       'linux/lib/new.c': 'int n;\n'}, 'cd' * 32)
+		source.prepare(self.layout, update, self.log)
+		self.assertEqual('int c = 1;\n', c.read_text())
+		self.assertGreater(int(c.stat().st_mtime), OLD)
+		self.assertEqual(a_mtime, a.stat().st_mtime_ns)
+		self.assertTrue((self.layout.src / 'lib/new.c').exists())
 
 
 if __name__ == '__main__':
