@@ -55,6 +55,14 @@ class KtapTest(unittest.TestCase):
 				  ('suite_a', S.FAIL)],
 				 results('exit_status.log'))
 
+	def test_nonzero_exit_after_skipped_cases_fails(self):
+		# Every case skipped, then the suite failed (in its teardown, say):
+		# the failure is a line of the suite's own, not lost among skips.
+		text = ('KTAP version 1\n1..1\n    TAP version 13\n    1..1\n'
+			'    ok 1 global.one # SKIP no device\nnot ok 1 suite_a\n')
+		self.assertEqual([('suite_a: global.one', S.SKIP), ('suite_a', S.FAIL)],
+				 [(l.name, l.status) for l in ktap.leaves(ktap.parse(text))])
+
 	def test_kernel_lines_and_carriage_returns_ignored(self):
 		text = ('[    0.1] Booting Linux\r\nKTAP version 1\r\n1..1\r\n'
 			'[    1.0] random: crng init done\r\n    TAP version 13\r\n    1..1\r\n'
