@@ -25,6 +25,7 @@ class KernelErrorsTest(unittest.TestCase):
 			'[   2.1] Internal error: Oops: 0000000096000005 [#1] SMP': 'oops',
 			'[   2.1] Kernel panic - not syncing: Attempted to kill init!': 'panic',
 			'[  60.1] INFO: task cat:77 blocked for more than 30 seconds.': 'hung task',
+			'[   2.1] UBSAN: array-index-out-of-bounds in fs/x.c:10:5': 'UBSAN',
 			'[   2.1] Call trace:': 'call trace',
 			'unreferenced object 0xffff000004a1b000 (size 64):': 'kmemleak',
 			'[   2.1] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:': 'RCU stall',
