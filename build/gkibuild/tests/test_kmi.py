@@ -5,6 +5,7 @@ message for a module using a symbol in no list."""
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import context  # noqa: F401 (sets the import path)
 import kmi
@@ -63,6 +64,25 @@ class SymbolListTest(unittest.TestCase):
 		self.assertIn('exported but in no list (1): extra', str(e.exception))
 		self.assertIn('listed but not exported (1', str(e.exception))
 		self.assertIn('typo', str(e.exception))
+
+	def test_strict_fails_on_an_extra_export_alone(self):
+		symvers = self.write('Module.symvers',
+				     '0x1\tkfree\tvmlinux\tEXPORT_SYMBOL\t\n'
+				     '0x2\textra\tvmlinux\tEXPORT_SYMBOL\t\n')
+		with self.assertRaisesRegex(GkiError, r'exported but in no list \(1\): extra'):
+			kmi.strict(symvers, {'kfree'}, self.dir)
+
+	def test_needs_leaves_out_what_the_set_defines(self):
+		"""A vendor's modules may use each other's symbols: only what none
+		of them defines is needed from the kernel."""
+		a, b = Path('a.ko'), Path('b.ko')
+		undef = {a: {'kfree', 'b_helper'}, b: {'kfree', 'kmalloc'}}
+		defs = {a: {'a_init'}, b: {'b_helper'}}
+		with mock.patch.object(kmi, 'undefined', lambda ko, env: undef[ko]), \
+		     mock.patch.object(kmi, 'defined', lambda ko, env: defs[ko]):
+			self.assertEqual({'kfree': {'a.ko', 'b.ko'}, 'kmalloc': {'b.ko'}},
+					 kmi.needs([a, b], {}))
+			self.assertEqual({'a.ko'}, kmi.needs([a, b], {}, own=False)['b_helper'])
 
 	def test_undefined_symbol_names_module_and_list(self):
 		log = ('ERROR: modpost: "LZ4_decompress_safe" [/x/ext/vendor/incfs/'
