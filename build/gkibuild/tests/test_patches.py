@@ -72,6 +72,20 @@ class SeriesTest(unittest.TestCase):
 		patches.check_subject(self.pdir / '0001-a.patch')
 		self.assertEqual('ANDROID: hello: return 1', patches.subject(self.pdir / '0001-a.patch'))
 
+	def test_every_tag_of_the_table_accepted(self):
+		# BUILD.md's table, not patches.TAGS: the test must not share a bug.
+		for tag in ('UPSTREAM', 'BACKPORT', 'FROMLIST', 'ANDROID'):
+			with self.subTest(tag):
+				self.add('0001-a.patch', format_patch(f'{tag}: hello: return 1', 'return 0;',
+								      'return 1;'))
+				patches.check_subject(self.pdir / '0001-a.patch')
+
+	def test_tag_elsewhere_in_the_subject_rejected(self):
+		self.add('0001-a.patch', format_patch('hello: ANDROID: return 1', 'return 0;',
+						      'return 1;'))
+		with self.assertRaisesRegex(GkiError, 'lacks a tag'):
+			patches.check_subject(self.pdir / '0001-a.patch')
+
 	def test_untagged_subject_rejected(self):
 		self.add('0001-a.patch', format_patch('hello: return 1', 'return 0;', 'return 1;'))
 		with self.assertRaisesRegex(GkiError, 'lacks a tag'):
