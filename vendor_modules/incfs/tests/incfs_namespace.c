@@ -476,6 +476,9 @@ TEST_F(ns, dirs_existing_name_eexist)
 	ASSERT_EQ(0, stat(incfs_path(&self->m, "file"), &st));
 	EXPECT_EQ(t.file, st.st_ino);
 	EXPECT_EQ(1, st.st_nlink);
+	/* .cmd is taken in the root, and only there. */
+	EXPECT_EQ(-EEXIST, incfs_add_entry(cmd, INCFS_ROOT_INODE, other, ".cmd"));
+	EXPECT_EQ(0, incfs_add_entry(cmd, t.dir, other, ".cmd")) TH_LOG("%s", incfs_err);
 }
 
 TEST_F(ns, dirs_second_name_for_dir_emlink)
