@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The build's output is a function of its inputs, checked by hash.
+
+Each case runs the real `gki build` of the release variant in a sandbox
+(sandbox.py: a copy of the inputs and outputs at the real paths), makes
+one kind of change, builds, reverts it, builds again, and requires Image,
+vmlinux and every module to be bit-identical to the build before the
+change, with the ABI gate clean.  Where a change must show in the output,
+the build with it must differ; where it must not touch the kernel, no
+kernel object may be rebuilt.  Make then rebuilt exactly what the change
+touched when the two builds rebuilt the same objects.
+"""
+
+import difflib
+import os
+import shutil
+import time
+import unittest
+from pathlib import Path
+
+import context  # noqa: F401 (sets the import path)
+import toolchain
+from kernel import TOOLCHAIN_STAMP, Kernel
+from layout import VARIANTS, Layout
+from sandbox import Build, Sandbox
+from scratch import Scratch
+from util import compiled, sha256_file
+
+LAYOUT = Layout.default()
+RELEASE = VARIANTS['release']
+
+# A header most of the kernel includes, and a value only code uses: the
+# KMI's types (and so the ABI gate) do not see it, the objects do.
+FS_H = 'include/linux/fs.h'
+FS_H_OLD = '#define MAX_RW_COUNT (INT_MAX & PAGE_MASK)'
+FS_H_NEW = '#define MAX_RW_COUNT ((INT_MAX >> 1) & PAGE_MASK)'
+# Two one-file changes for the cheap cases.
+FILESYSTEMS_C = 'fs/filesystems.c'
+FILESYSTEMS_OLD = '"%s: truncating file system list\\n"'
+LZ4_C = 'lib/lz4/lz4_decompress.c'
+LZ4_C_OLD = ('int LZ4_decompress_safe(const char *source, char *dest,\n'
+	     '\tint compressedSize, int maxDecompressedSize)\n{')
+LZ4_C_NEW = LZ4_C_OLD + '\n\tif (unlikely(compressedSize < 0))\n\t\treturn -1;'
+
+
+def require_build() -> None:
+	"""Skip without a built tree, except under CI, where that is a failure."""
+	why = skip_reason()
+	if why:
+		if os.environ.get('CI'):
+			raise AssertionError(f'cannot run under CI: {why}')
+		raise unittest.SkipTest(why)
+
+
+def skip_reason() -> str | None:
+	if os.geteuid() != 0 or not shutil.which('unshare'):
+		return 'sandbox builds bind-mount in a private mount namespace: root and unshare(1)'
+	if not (LAYOUT.dist(RELEASE) / 'vmlinux').exists():
+		return 'release GKI not built'
+	return None
+
+
+def format_patch(subject: str, rel: str, old: str, new: str) -> str:
+	"""A git format-patch file changing rel from old to new."""
+	diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+				    f'a/{rel}', f'b/{rel}')
+	return ('From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n'
+		'From: GKI test <gki@localhost>\n'
+		f'Subject: [PATCH] ANDROID: {subject}\n\n---\n'
+		f'diff --git a/{rel} b/{rel}\n' + ''.join(diff))
+
+
+class IncrementalTestBase(unittest.TestCase):
+	"""One sandbox for the class; every case starts and must end at the
+	state of the first build in it."""
+
+	@classmethod
+	def setUpClass(cls):
+		require_build()
+		cls.box = Sandbox(LAYOUT, RELEASE, LAYOUT.out / 'incremental' / cls.__name__).create()
+		cls.base = cls.box.build()
+		if cls.base.rc:
+			raise AssertionError('the unchanged sandbox does not build:\n'
+					     + cls.base.output[-3000:])
+
+	@classmethod
+	def tearDownClass(cls):
+		cls.box.remove()
+
+	def build(self, ok: bool = True) -> Build:
+		b = self.box.build()
+		if ok:
+			self.assertEqual(0, b.rc, b.output[-3000:])
+		return b
+
+	def assertSameAsBase(self, b: Build) -> None:
+		self.assertEqual(sorted(self.base.hashes), sorted(b.hashes))
+		differ = [f for f in self.base.hashes if self.base.hashes[f] != b.hashes[f]]
+		self.assertEqual([], differ, 'not bit-identical to the build before the change')
+		self.assertIn('ABI check: 0 removed, 0 type change(s), 0 CRC change(s), '
+			      '0 added symbol(s)', b.output)
+
+	def assertDiffers(self, b: Build, *files: str) -> None:
+		for f in files:
+			self.assertNotEqual(self.base.hashes[f], b.hashes[f],
+					    f'{f}: the change does not show in the output')
+
+	def relative(self, objs: set[str]) -> list[str]:
+		obj = LAYOUT.obj(RELEASE)
+		return sorted(str(Path(o).relative_to(obj)) for o in objs)
+
+	def series(self, *patches: tuple[str, str]) -> None:
+		"""Write the sandbox's patch series: (file name, text) in order."""
+		pdir = self.box.input('common/patches')
+		for name, text in patches:
+			(pdir / name).write_text(text)
+		lines = [l for l in (pdir / 'series').read_text().splitlines()
+			 if not l.strip() or l.lstrip().startswith('#')]
+		(pdir / 'series').write_text('\n'.join(lines + [n for n, _ in patches]) + '\n')
+
+	def patch(self, subject: str, rel: str, old: str, new: str) -> str:
+		text = (LAYOUT.src / rel).read_text()
+		self.assertIn(old, text)
+		return format_patch(subject, rel, text, text.replace(old, new, 1))
+
+	def edit(self, rel: str, change) -> str:
+		"""Change a sandbox input; returns its old text for revert()."""
+		path = self.box.input(rel)
+		old = path.read_text()
+		new = change(old)
+		self.assertNotEqual(old, new, f'the edit of {rel} changed nothing')
+		path.write_text(new)
+		return old
+
+
+class PatchSeriesTest(IncrementalTestBase):
+	def test_no_change_rebuilds_nothing(self):
+		b = self.build()
+		self.assertEqual(set(), b.rebuilt)
+		self.assertIn('0 objects rebuilt', b.note)
+		self.assertSameAsBase(b)
+
+	def test_header_patch_added_then_dropped(self):
+		"""The issue's case: a patch to a header many files include."""
+		self.series(('0001-fs-h.patch', self.patch('test: halve MAX_RW_COUNT', FS_H,
+							  FS_H_OLD, FS_H_NEW)))
+		added = self.build()
+		self.assertDiffers(added, 'Image', 'vmlinux')
+		self.assertGreater(len(added.rebuilt), 100, added.note)
+		self.assertIn(f'{len(added.rebuilt)} objects rebuilt', added.note)
+
+		self.series()
+		dropped = self.build()
+		self.assertSameAsBase(dropped)
+		self.assertEqual(added.rebuilt, dropped.rebuilt)
+
+	def test_patch_edited_reordered_and_dropped(self):
+		a1 = self.patch('test: lz4 checks its size', LZ4_C, LZ4_C_OLD, LZ4_C_NEW)
+		a2 = self.patch('test: lz4 checks its size', LZ4_C, LZ4_C_OLD,
+				LZ4_C_NEW.replace('< 0', '<= 0'))
+		b = self.patch('test: a filesystems.c message', FILESYSTEMS_C, FILESYSTEMS_OLD,
+			       '"%s: file system list truncated\\n"')
+		self.series(('0001-lz4.patch', a1), ('0002-fs.patch', b))
+		first = self.build()
+		self.assertDiffers(first, 'vmlinux')
+		self.assertEqual(['fs/filesystems.o', 'lib/lz4/lz4_decompress.o'],
+				 self.relative(first.rebuilt))
+
+		self.series(('0002-fs.patch', b), ('0001-lz4.patch', a1))
+		reordered = self.build()
+		self.assertEqual(set(), reordered.rebuilt, 'a reorder with the same result')
+		self.assertEqual(first.hashes, reordered.hashes)
+
+		self.series(('0002-fs.patch', b), ('0001-lz4.patch', a2))
+		edited = self.build()
+		self.assertEqual(['lib/lz4/lz4_decompress.o'], self.relative(edited.rebuilt))
+		self.assertNotEqual(first.hashes['vmlinux'], edited.hashes['vmlinux'])
+
+		self.series()
+		dropped = self.build()
+		self.assertSameAsBase(dropped)
+		self.assertEqual(first.rebuilt, dropped.rebuilt)
+
+
+class InputsTest(IncrementalTestBase):
+	def test_config_fragment_edited_and_reverted(self):
+		old = self.edit('common/gki.config', lambda t: t + 'CONFIG_LOG_BUF_SHIFT=13\n')
+		changed = self.build()
+		self.assertDiffers(changed, 'Image', 'vmlinux')
+		self.assertGreater(len(changed.rebuilt), 0)
+		self.box.input('common/gki.config').write_text(old)
+		reverted = self.build()
+		self.assertSameAsBase(reverted)
+		self.assertEqual(changed.rebuilt, reverted.rebuilt)
+
+	def test_vendor_module_source_edited_and_reverted(self):
+		rel = 'vendor_modules/incfs/main.c'
+		ko = 'modules/vendor/incfs/incrementalfs.ko'
+		old = self.edit(rel, lambda t: t + 'MODULE_INFO(gki_test, "edited");\n')
+		changed = self.build()
+		self.assertDiffers(changed, ko)
+		self.assertEqual(set(), changed.rebuilt, 'a vendor edit rebuilt kernel objects')
+		self.assertEqual(self.base.hashes['vmlinux'], changed.hashes['vmlinux'])
+		self.box.input(rel).write_text(old)
+		self.assertSameAsBase(self.build())
+
+	def test_vendor_kbuild_edited_and_reverted(self):
+		"""A module dropped from a Kbuild file leaves the dist (its old
+		.ko stays in the build folder); reverted, it is back."""
+		rel = 'vendor_modules/incfs/Kbuild'
+		kunit = 'modules/vendor/incfs/incfs_format_kunit.ko'
+		self.assertIn(kunit, self.base.hashes)
+		old = self.edit(rel, lambda t: t.replace('obj-m += incfs_format_kunit.o\n', ''))
+		changed = self.build()
+		self.assertNotIn(kunit, changed.hashes)
+		self.assertEqual(self.base.hashes['modules/vendor/incfs/incrementalfs.ko'],
+				 changed.hashes['modules/vendor/incfs/incrementalfs.ko'])
+		self.box.input(rel).write_text(old)
+		self.assertSameAsBase(self.build())
+
+	def test_symbol_list_edited_and_reverted(self):
+		"""One more KMI symbol: trimming keeps its export (vmlinux
+		changes) and the gate asks for a new baseline; reverted, the
+		export is trimmed again."""
+		rel = 'symbol_lists/incfs'
+		old = self.edit(rel, lambda t: t + 'LZ4_compress_fast\n')
+		changed = self.build(ok=False)
+		self.assertNotEqual(0, changed.rc)
+		self.assertIn('added, not in the baseline: LZ4_compress_fast', changed.output)
+		self.assertDiffers(changed, 'vmlinux')
+		self.box.input(rel).write_text(old)
+		self.assertSameAsBase(self.build())
+
+	def test_toolchain_change_rebuilds_everything(self):
+		"""A stamp from another compiler version: every object is
+		rebuilt (ccache makes it cheap) and the output is the same."""
+		obj = self.box.real.obj(RELEASE)
+		stamp = obj / TOOLCHAIN_STAMP
+		stamp.write_text(stamp.read_text().replace('"clang": "19.', '"clang": "18.'))
+		every = sorted(o for o in obj.rglob('*.o') if compiled(str(o)))
+		start = time.time()
+		changed = self.build()
+		self.assertIn('toolchain changed', changed.output)
+		# The config stage rebuilds kconfig's own objects, the kernel
+		# stage the rest: none may be older than the build.
+		after = sorted(o for o in obj.rglob('*.o') if compiled(str(o)))
+		self.assertEqual(every, after)
+		self.assertEqual([], [str(o) for o in after if o.stat().st_mtime < start - 1])
+		self.assertGreater(len(changed.rebuilt), 0.9 * len(every), changed.note)
+		self.assertSameAsBase(changed)
+		again = self.build()
+		self.assertEqual(set(), again.rebuilt)
+		self.assertSameAsBase(again)
+
+
+class ScratchCopyTest(unittest.TestCase):
+	"""The ABI gate's scratch copies (scratch.py) obey the same rule."""
+
+	def test_scratch_edit_and_revert(self):
+		require_build()
+		kernel = Kernel(LAYOUT, RELEASE, toolchain.hermetic_env(), os.cpu_count() or 1)
+		s = Scratch(kernel, LAYOUT.out / 'incremental' / 'scratch').create()
+		self.addCleanup(s.remove)
+		log = LAYOUT.log(RELEASE, 'incremental-scratch')
+		files = [s.obj / 'vmlinux', s.obj / 'arch' / 'arm64' / 'boot' / 'Image']
+		s.build(log)
+		base = [sha256_file(f) for f in files]
+		s.edit(LZ4_C, lambda t: t.replace(LZ4_C_OLD, LZ4_C_NEW))
+		s.build(log)
+		self.assertNotEqual(base[0], sha256_file(files[0]))
+		s.revert(LZ4_C)
+		s.build(log)
+		self.assertEqual(base, [sha256_file(f) for f in files])
+
+
+if __name__ == '__main__':
+	unittest.main()
