@@ -90,8 +90,9 @@ def load(path: Path, layout: Layout) -> list[Mutant]:
 		entries = []
 	mutants = []
 	for i, entry in enumerate(entries, 1):
-		m, problems = _entry(entry, i)
-		errors += [f'{path}: mutant {i}{f" ({m.name})" if m else ""}: {p}' for p in problems]
+		m, problems = _entry(entry)
+		name = entry.get('name') if isinstance(entry, dict) else None
+		errors += [f'{path}: mutant {i}{f" ({name})" if name else ""}: {p}' for p in problems]
 		if m and not problems:
 			mutants.append(m)
 	errors += _duplicates(path, mutants)
@@ -104,7 +105,7 @@ def load(path: Path, layout: Layout) -> list[Mutant]:
 	return mutants
 
 
-def _entry(entry: object, i: int) -> tuple[Mutant | None, list[str]]:
+def _entry(entry: object) -> tuple[Mutant | None, list[str]]:
 	"""A [[mutant]] table's keys and their types."""
 	if not isinstance(entry, dict):
 		return None, ['not a table']
@@ -145,7 +146,7 @@ def check(m: Mutant, layout: Layout, suites: set[str]) -> list[str]:
 		return problems + [f'no file {m.file} in the repository']
 	if m.find == m.replace:
 		problems.append('replace is the same as find')
-	n = path.read_text().count(m.find) if m.find else 0
+	n = read(path).count(m.find) if m.find else 0
 	if n != 1:
 		problems.append(f'find occurs {n} times in {m.file}, not once: the list is stale')
 	if not m.host and not m.suites:
@@ -176,12 +177,18 @@ def select(mutants: list[Mutant], names: list[str], fast: bool) -> list[Mutant]:
 
 # Applying a mutant ---------------------------------------------------------
 
+def read(path: Path) -> str:
+	"""A source file as it is, line ends included (read_text() would
+	turn CRLF into LF, and the revert would not give the file back)."""
+	return path.read_bytes().decode()
+
+
 def write_anew(path: Path, text: str) -> None:
 	"""Replace path by a new file holding text, stamped now: make and the
 	module stage's mirror see it as newer than anything built before."""
 	mode = path.stat().st_mode
 	tmp = path.with_name(path.name + '.mutate-tmp')
-	tmp.write_text(text)
+	tmp.write_bytes(text.encode())
 	os.chmod(tmp, mode)
 	os.replace(tmp, path)
 
@@ -191,7 +198,7 @@ class Applied:
 
 	def __init__(self, root: Path, m: Mutant) -> None:
 		self.path = root / m.file
-		self.old = self.path.read_text()
+		self.old = read(self.path)
 		if self.old.count(m.find) != 1:
 			raise GkiError(f'mutant {m.name}: find does not occur once in the copy of {m.file}')
 		write_anew(self.path, self.old.replace(m.find, m.replace))
