@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Iterable, TextIO
 
 from layout import VARIANTS, Layout
-from sandbox import INPUTS, Sandbox
+from sandbox import INPUTS, Sandbox, unavailable
 from util import GkiError
 
 LIST = 'build/mutants.toml'
@@ -357,12 +357,7 @@ class GuestCopy:
 
 def guest_ready(layout: Layout) -> str | None:
 	"""Why guest mutants cannot run here, or None."""
-	if os.geteuid() != 0 or not shutil.which('unshare'):
-		return 'guest mutants run in a sandbox bind-mounted in a private mount namespace: ' \
-		       'root and unshare(1)'
-	if not (layout.obj(VARIANT) / 'vmlinux').exists():
-		return 'the release GKI is not built (./build/gki build --variant release)'
-	return None
+	return unavailable(layout, VARIANT)
 
 
 # The campaign --------------------------------------------------------------

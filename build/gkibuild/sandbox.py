@@ -14,6 +14,7 @@ links (the source stage replaces files, never writes through them).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
@@ -48,6 +49,15 @@ class Build:
 		"""The kernel stage's closing line."""
 		m = re.search(r'^\[kernel-\S+ .*\] (.*)$', self.output, re.M)
 		return m.group(1) if m else ''
+
+
+def unavailable(layout: Layout, variant: Variant) -> str | None:
+	"""Why scratch and sandbox builds cannot run here, or None."""
+	if os.geteuid() != 0 or not shutil.which('unshare'):
+		return 'copies are bind-mounted in a private mount namespace: root and unshare(1)'
+	if not (layout.obj(variant) / 'vmlinux').exists():
+		return f'the {variant.name} GKI is not built (./build/gki build --variant {variant.name})'
+	return None
 
 
 class Sandbox:

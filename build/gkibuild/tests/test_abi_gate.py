@@ -7,18 +7,19 @@ against the baseline GKI: MODVERSIONS must refuse it after a type change
 and load it after a change that keeps the KMI."""
 
 import os
-import shutil
 import tempfile
 import unittest
 from pathlib import Path
 
 import context  # noqa: F401 (sets the import path)
+import prereq
 import abi
 import kmi
 import toolchain
 from gkiqemu import boot, runner
 from kernel import Kernel
 from layout import VARIANTS, Layout
+from sandbox import unavailable
 from scratch import Scratch
 
 LAYOUT = Layout.default()
@@ -40,23 +41,10 @@ echo "ok 1 kmi_probe"
 
 
 def require_gate() -> None:
-	"""Skip when the gate cannot run here, except under CI (which runs as
-	root after a build), where that is a failure."""
-	why = skip_reason()
-	if why:
-		if os.environ.get('CI'):
-			raise AssertionError(f'the ABI gate cannot run under CI: {why}')
-		raise unittest.SkipTest(why)
-
-
-def skip_reason() -> str | None:
-	if os.geteuid() != 0 or not shutil.which('unshare'):
-		return 'scratch builds bind-mount in a private mount namespace: root and unshare(1)'
-	if not (LAYOUT.obj(RELEASE) / 'vmlinux').exists():
-		return 'release GKI not built'
-	if not (LAYOUT.abi / abi.BASELINE).exists():
-		return 'no ABI baseline in abi/'
-	return None
+	why = unavailable(LAYOUT, RELEASE)
+	if why is None and not (LAYOUT.abi / abi.BASELINE).exists():
+		why = 'no ABI baseline in abi/'
+	prereq.require(why, 'the ABI gate')
 
 
 # LZ4_decompress_safe()'s last parameter, int -> long: its declaration and

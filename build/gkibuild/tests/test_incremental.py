@@ -13,16 +13,16 @@ touched when the two builds rebuilt the same objects.
 
 import difflib
 import os
-import shutil
 import time
 import unittest
 from pathlib import Path
 
 import context  # noqa: F401 (sets the import path)
+import prereq
 import toolchain
 from kernel import TOOLCHAIN_STAMP, Kernel
 from layout import VARIANTS, Layout
-from sandbox import Build, Sandbox
+from sandbox import Build, Sandbox, unavailable
 from scratch import Scratch
 from util import compiled, sha256_file
 
@@ -44,20 +44,7 @@ LZ4_C_NEW = LZ4_C_OLD + '\n\tif (unlikely(compressedSize < 0))\n\t\treturn -1;'
 
 
 def require_build() -> None:
-	"""Skip without a built tree, except under CI, where that is a failure."""
-	why = skip_reason()
-	if why:
-		if os.environ.get('CI'):
-			raise AssertionError(f'cannot run under CI: {why}')
-		raise unittest.SkipTest(why)
-
-
-def skip_reason() -> str | None:
-	if os.geteuid() != 0 or not shutil.which('unshare'):
-		return 'sandbox builds bind-mount in a private mount namespace: root and unshare(1)'
-	if not (LAYOUT.dist(RELEASE) / 'vmlinux').exists():
-		return 'release GKI not built'
-	return None
+	prereq.require(unavailable(LAYOUT, RELEASE), 'the incremental-build tests')
 
 
 def format_patch(subject: str, rel: str, old: str, new: str) -> str:

@@ -5,13 +5,13 @@ fast sample of build/mutants.toml, run for real, is killed: a campaign
 whose kill detection broke would report those mutants as survivors."""
 
 import io
-import os
 import tempfile
 import textwrap
 import unittest
 from pathlib import Path
 
 import context  # noqa: F401 (sets the import path)
+import prereq
 import mutate
 from layout import Layout
 from util import GkiError
@@ -189,11 +189,7 @@ class FastSampleTest(unittest.TestCase):
 
 	@classmethod
 	def setUpClass(cls):
-		why = mutate.guest_ready(LAYOUT)
-		if why:
-			if os.environ.get('CI'):
-				raise AssertionError(f'the mutation check cannot run under CI: {why}')
-			raise unittest.SkipTest(why)
+		prereq.require(mutate.guest_ready(LAYOUT), 'the mutation check')
 		mutants = mutate.load(LAYOUT.top / mutate.LIST, LAYOUT)
 		cls.sample = mutate.select(mutants, [], fast=True)
 		cls.out = io.StringIO()
