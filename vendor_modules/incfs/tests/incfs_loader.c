@@ -179,7 +179,8 @@ static bool json_num(const char *path, const char *event, const char *key, doubl
 		if (strstr(line, pat))
 			last = line;
 	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	if (last && (line = strstr(last, pat))) {
+	line = last ? strstr(last, pat) : NULL;
+	if (line) {
 		*v = strtod(line + strlen(pat), NULL);
 		ok = true;
 	}
