@@ -17,13 +17,12 @@ import dataclasses
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from layout import Layout, Variant
-from scratch import run_at_real_paths
-from util import GkiError, sha256_file
+from scratch import copy, run_at_real_paths
+from util import sha256_file
 
 INPUTS = ('common', 'symbol_lists', 'vendor_modules')
 # Output folders a build reads besides the variant's own; copied whole.
@@ -81,10 +80,7 @@ class Sandbox:
 			  ['cp', '-a', str(lo / self.variant.name), str(self.out / self.variant.name)]]
 		copies += [['cp', '-a', str(lo / d), str(self.out / d)]
 			   for d in SHARED_OUT if (lo / d).is_dir()]
-		for cmd in copies:
-			res = subprocess.run(cmd, capture_output=True, text=True)
-			if res.returncode:
-				raise GkiError(f'{" ".join(cmd)}: {res.stderr.strip()}')
+		copy(copies)
 		# The copy's QEMU scratch disks are of no use to a build.
 		shutil.rmtree(self.out / self.variant.name / 'qemu', ignore_errors=True)
 		return self

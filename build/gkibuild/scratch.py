@@ -35,11 +35,8 @@ class Scratch:
 	def create(self) -> 'Scratch':
 		shutil.rmtree(self.root, ignore_errors=True)
 		self.root.mkdir(parents=True)
-		for cmd in (['cp', '-al', str(self.kernel.layout.src), str(self.src)],
-			    ['cp', '-a', '--reflink=auto', str(self.kernel.obj), str(self.obj)]):
-			res = subprocess.run(cmd, capture_output=True, text=True)
-			if res.returncode:
-				raise GkiError(f'{" ".join(cmd)}: {res.stderr.strip()}')
+		copy([['cp', '-al', str(self.kernel.layout.src), str(self.src)],
+		      ['cp', '-a', '--reflink=auto', str(self.kernel.obj), str(self.obj)]])
 		return self
 
 	def edit(self, rel: str, change: Callable[[str], str]) -> None:
@@ -75,6 +72,14 @@ class Scratch:
 
 	def remove(self) -> None:
 		shutil.rmtree(self.root, ignore_errors=True)
+
+
+def copy(cmds: list[list[str]]) -> None:
+	"""Run cp commands in order; the first that fails is an error."""
+	for cmd in cmds:
+		res = subprocess.run(cmd, capture_output=True, text=True)
+		if res.returncode:
+			raise GkiError(f'{" ".join(cmd)}: {res.stderr.strip()}')
 
 
 def run_at_real_paths(binds: list[tuple[Path, Path]], cmd: list[str],
