@@ -570,14 +570,14 @@ TEST_F(ns, dirs_bad_header_einval)
 	struct incfs_instruction inst;
 	int cmd = self->m.cmd;
 
-	for (unsigned int i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(versions); i++) {
 		memset(&inst, 0, sizeof(inst));
 		inst.version = versions[i];
 		inst.type = INCFS_INSTRUCTION_NEW_FILE;
 		inst.file.mode = S_IFREG | 0555;
 		EXPECT_EQ(-EINVAL, incfs_instr(cmd, &inst)) TH_LOG("version %u", versions[i]);
 	}
-	for (unsigned int i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(types); i++) {
 		memset(&inst, 0, sizeof(inst));
 		inst.version = INCFS_HEADER_VER;
 		inst.type = types[i];
@@ -593,7 +593,7 @@ TEST_F(ns, dirs_new_file_bad_mode_einval)
 				S_IFIFO | 0555, S_IFSOCK | 0555, S_IFREG | S_IFDIR | 0555 };
 	__u64 ino;
 
-	for (unsigned int i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(modes); i++) {
 		EXPECT_EQ(-EINVAL, incfs_new_file(self->m.cmd, modes[i], 0, &ino))
 			TH_LOG("mode 0%o", modes[i]);
 	}
@@ -621,7 +621,7 @@ TEST_F(ns, dirs_other_ioctl_enotty)
 		0x1234,
 	};
 
-	for (unsigned int i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(cmds); i++) {
 		EXPECT_EQ(-ENOTTY, ioctl(self->m.cmd, cmds[i], &inst) ? -errno : 0)
 			TH_LOG("ioctl 0x%lx", cmds[i]);
 	}
@@ -769,7 +769,7 @@ TEST_F(ns, stat_fields)
 		{ S_IFDIR | 0700, S_IFDIR | 0500, 0 },
 		{ S_IFDIR | S_ISVTX | 0755, S_IFDIR | 0555, 0 },
 	};
-	int n = sizeof(files) / sizeof(files[0]), dirs = 0;
+	int n = ARRAY_SIZE(files), dirs = 0;
 	int cmd = self->m.cmd;
 	struct stat st;
 
