@@ -96,9 +96,12 @@ def undefined(path: Path, env: Mapping[str, str]) -> set[str]:
 	return {line.split()[-1] for line in nm(path, env, '--undefined-only') if line.strip()}
 
 
-def defined(path: Path, env: Mapping[str, str]) -> set[str]:
-	return {line.split()[-1] for line in nm(path, env, '--defined-only')
-		if len(line.split()) == 3}
+def exported(ko: Path, env: Mapping[str, str]) -> set[str]:
+	"""What a built module exports: modpost's generated code (its .mod.c)
+	defines a local __ksymtab_NAME for each EXPORT_SYMBOL it keeps."""
+	marker = '__ksymtab_'
+	names = (line.split()[-1] for line in nm(ko, env, '--defined-only') if line.strip())
+	return {n[len(marker):] for n in names if n.startswith(marker)}
 
 
 def exportable(obj: Path, env: Mapping[str, str]) -> set[str]:
@@ -121,9 +124,11 @@ def exportable(obj: Path, env: Mapping[str, str]) -> set[str]:
 
 def needs(kos: list[Path], env: Mapping[str, str], own: bool = True) -> dict[str, set[str]]:
 	"""symbol -> the modules needing it: undefined in a module and, with
-	own, not defined by another module of the same set (a vendor's modules
-	may use each other; the GKI's in-tree modules export to vendors too)."""
-	own_syms = set().union(*(defined(k, env) for k in kos)) if own and kos else set()
+	own, not exported by another module of the same set (a vendor's modules
+	may use each other; the GKI's in-tree modules export to vendors too).
+	Only exports count: a module's static function named like a kernel
+	symbol meets no other module's need."""
+	own_syms = set().union(*(exported(k, env) for k in kos)) if own and kos else set()
 	out: dict[str, set[str]] = {}
 	for k in kos:
 		for s in undefined(k, env) - own_syms:

@@ -2,13 +2,14 @@
 """Symbol lists: the format, add-only updates, strict mode, and the
 message for a module using a symbol in no list."""
 
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
-from unittest import mock
 
 import context  # noqa: F401 (sets the import path)
 import kmi
+import toolchain
 from util import GkiError
 
 
@@ -72,17 +73,27 @@ class SymbolListTest(unittest.TestCase):
 		with self.assertRaisesRegex(GkiError, r'exported but in no list \(1\): extra'):
 			kmi.strict(symvers, {'kfree'}, self.dir)
 
-	def test_needs_leaves_out_what_the_set_defines(self):
-		"""A vendor's modules may use each other's symbols: only what none
-		of them defines is needed from the kernel."""
-		a, b = Path('a.ko'), Path('b.ko')
-		undef = {a: {'kfree', 'b_helper'}, b: {'kfree', 'kmalloc'}}
-		defs = {a: {'a_init'}, b: {'b_helper'}}
-		with mock.patch.object(kmi, 'undefined', lambda ko, env: undef[ko]), \
-		     mock.patch.object(kmi, 'defined', lambda ko, env: defs[ko]):
-			self.assertEqual({'kfree': {'a.ko', 'b.ko'}, 'kmalloc': {'b.ko'}},
-					 kmi.needs([a, b], {}))
-			self.assertEqual({'a.ko'}, kmi.needs([a, b], {}, own=False)['b_helper'])
+	def compile(self, name: str, code: str) -> Path:
+		src = self.write(name + '.c', code)
+		obj = self.dir / (name + '.o')
+		subprocess.run(['clang', '-O0', '-c', '-o', str(obj), str(src)],
+			       env=toolchain.hermetic_env(use_ccache=False), check=True)
+		return obj
+
+	def test_needs_leaves_out_only_what_the_set_exports(self):
+		"""A module's static kfree does not meet another's need for the
+		kernel's; a symbol another module exports (modpost's
+		__ksymtab_NAME in a built .ko) does."""
+		a = self.compile('a', 'static void kfree(void *p) { (void)p; }\n'
+				 'void a_free(void *p) { kfree(p); }\n')
+		b = self.compile('b', 'void kfree(void *p);\nvoid b_free(void *p) { kfree(p); }\n')
+		c = self.compile('c', 'int helper(void) { return 0; }\n'
+				 'static const int __ksymtab_helper __attribute__((used));\n')
+		d = self.compile('d', 'int helper(void);\nint d_use(void) { return helper(); }\n')
+		env = toolchain.hermetic_env(use_ccache=False)
+		self.assertEqual({'kfree': {'b.o'}}, kmi.needs([a, b, c, d], env))
+		self.assertEqual({'kfree': {'b.o'}, 'helper': {'d.o'}},
+				 kmi.needs([a, b, c, d], env, own=False))
 
 	def test_undefined_symbol_names_module_and_list(self):
 		log = ('ERROR: modpost: "LZ4_decompress_safe" [/x/ext/vendor/incfs/'
