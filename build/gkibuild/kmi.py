@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from util import GkiError, write_if_changed
 
@@ -19,51 +20,132 @@ WHITELIST = 'gki-kmi-symbols'	# in the obj folder; named by the config
 # MODVERSIONS the loader checks every module against module_layout's CRC.
 LOADER_SYMBOLS = {'module_layout': 'the module loader (MODVERSIONS)'}
 _SYMBOL = re.compile(r'^[A-Za-z_][A-Za-z0-9_.$]*$')
+_REQUIRED_BY = re.compile(r'#\s*required by\s+(\S+)$')
 _UNDEFINED = re.compile(r'ERROR: modpost: "([^"]+)" \[([^\]]+)\] undefined!')
 
 
+def sort_key(symbol: str) -> tuple[str, str]:
+	"""Android's sort order of a list: case-insensitive."""
+	return symbol.lower(), symbol
+
+
+@dataclass
+class _Line:
+	text: str		# as read, without its newline
+	symbol: str | None	# on a symbol line
+	block: int		# its section or '# required by' group; -1 before the first header
+
+
+class SymbolList:
+	"""A list file as its lines, each with the block it is in: a header
+	starts a section, a '# required by M.ko' line M's group, which runs to
+	the next group or header.  add() and remove() insert and delete lines
+	and leave every other byte as it was, so a vendor's list (sections,
+	indentation, comments) diffs only by the symbols that changed."""
+
+	def __init__(self, lines: list[_Line], modules: list[str | None]) -> None:
+		self.lines = lines
+		self.modules = modules	# per block: the group's module, None for a section
+
+	@classmethod
+	def new(cls, name: str) -> SymbolList:
+		comment = f'# KMI symbols needed by {name}; see BUILD.md, "Requesting a symbol".'
+		return cls([_Line(comment, None, -1), _Line(HEADER, None, 0)], [None])
+
+	@classmethod
+	def read(cls, path: Path) -> SymbolList:
+		"""Every malformed line is an error naming it."""
+		lines: list[_Line] = []
+		modules: list[str | None] = []
+		seen: set[str] = set()
+		errors = []
+		raw = path.read_text().split('\n')
+		if not raw[-1]:
+			raw.pop()
+		for n, text in enumerate(raw, 1):
+			line = text.strip()
+			symbol = None
+			group = _REQUIRED_BY.match(line)
+			if group and modules:
+				modules.append(group[1])
+			elif not line or line.startswith('#'):
+				pass
+			elif line == HEADER or not modules:
+				if line != HEADER:
+					errors.append(f'{path}:{n}: expected the header {HEADER}')
+				modules.append(None)
+			elif not _SYMBOL.match(line):
+				errors.append(f'{path}:{n}: not a symbol name: {line!r}')
+			elif line in seen:
+				errors.append(f'{path}:{n}: {line} is listed twice')
+			else:
+				symbol = line
+				seen.add(line)
+			lines.append(_Line(text, symbol, len(modules) - 1))
+		if not modules:
+			errors.append(f'{path}: empty; a list starts with {HEADER}')
+		if errors:
+			raise GkiError('\n'.join(errors))
+		return cls(lines, modules)
+
+	@property
+	def symbols(self) -> list[str]:
+		return [line.symbol for line in self.lines if line.symbol]
+
+	def text(self) -> str:
+		"""Every line ends in a newline, the last one too."""
+		return ''.join(line.text + '\n' for line in self.lines)
+
+	def add(self, symbol: str, needed_by: set[str]) -> None:
+		"""Into the group of the first module needing it; a module that
+		has none gets one if the list uses groups; else (a list without
+		groups, or a symbol only the loader needs) the last section."""
+		mods = sorted(m for m in needed_by if m.endswith('.ko'))
+		groups = [b for b, m in enumerate(self.modules) if m is not None]
+		block = next((b for m in mods for b in groups if self.modules[b] == m), None)
+		if block is None and mods and groups:
+			block = self._new_group(mods[0])
+		elif block is None:
+			block = max(b for b, m in enumerate(self.modules) if m is None)
+		self._insert(block, symbol)
+
+	def remove(self, symbols: set[str]) -> None:
+		self.lines = [line for line in self.lines if line.symbol not in symbols]
+
+	def _new_group(self, module: str) -> int:
+		"""A '# required by' group after the last line with content."""
+		block = len(self.modules)
+		self.modules.append(module)
+		at = max(i for i, line in enumerate(self.lines) if line.text.strip()) + 1
+		self.lines[at:at] = [_Line('', None, block),
+				     _Line(f'# required by {module}', None, block)]
+		return block
+
+	def _insert(self, block: int, symbol: str) -> None:
+		"""Before the first symbol of the block sorting after it (a sorted
+		block stays sorted, an unsorted one is not re-sorted), indented
+		like that neighbour."""
+		members = [i for i, line in enumerate(self.lines) if line.block == block]
+		syms = [(i, s) for i in members if (s := self.lines[i].symbol)]
+		later = [i for i, s in syms if sort_key(s) > sort_key(symbol)]
+		like: int | None
+		if later:
+			at = like = later[0]
+		elif syms:
+			like = syms[-1][0]
+			at = like + 1
+		else:	# no symbol yet: after the header or '# required by' line
+			at = max(i for i in members if self.lines[i].text.strip()) + 1
+			like = next((i for i, line in enumerate(self.lines) if line.symbol), None)
+		text = '' if like is None else self.lines[like].text
+		indent = text[:len(text) - len(text.lstrip())]
+		self.lines.insert(at, _Line(indent + symbol, symbol, block))
+
+
 def parse(path: Path) -> list[str]:
-	"""The symbols of one list; every malformed line is an error naming it."""
-	symbols: list[str] = []
-	seen_header = False
-	errors = []
-	for n, raw in enumerate(path.read_text().splitlines(), 1):
-		line = raw.strip()
-		if not line or line.startswith('#'):
-			continue
-		if not seen_header:
-			if line != HEADER:
-				errors.append(f'{path}:{n}: expected the header {HEADER}')
-			seen_header = True
-			continue
-		if not _SYMBOL.match(line):
-			errors.append(f'{path}:{n}: not a symbol name: {line!r}')
-		elif line in symbols:
-			errors.append(f'{path}:{n}: {line} is listed twice')
-		else:
-			symbols.append(line)
-	if not seen_header:
-		errors.append(f'{path}: empty; a list starts with {HEADER}')
-	if errors:
-		raise GkiError('\n'.join(errors))
-	return symbols
-
-
-def render(symbols: Iterable[str], comments: list[str]) -> str:
-	"""A list file: the leading comments, the header, the sorted symbols."""
-	return ''.join(c + '\n' for c in comments) + HEADER + '\n' + \
-		''.join(s + '\n' for s in sorted(set(symbols)))
-
-
-def leading_comments(path: Path) -> list[str]:
-	if not path.exists():
-		return []
-	out = []
-	for line in path.read_text().splitlines():
-		if line.strip() == HEADER:
-			break
-		out.append(line)
-	return out
+	"""The symbols of one list, all sections; every malformed line is an
+	error naming it."""
+	return SymbolList.read(path).symbols
 
 
 def load_all(lists_dir: Path) -> dict[str, set[str]]:
@@ -176,17 +258,26 @@ def explain_undefined(log_text: str, exportable_syms: set[str], list_path: Path,
 	return '\n'.join(lines)
 
 
+
+@dataclass
+class Update:
+	"""What 'symbols update' did to a list."""
+	added: dict[str, set[str]]		# symbol -> the modules needing it
+	removed: list[str]
+
+
 def update(list_path: Path, need: Mapping[str, set[str]], allowed: set[str],
-	   remove: bool) -> tuple[dict[str, set[str]], list[str]]:
+	   remove: bool) -> Update:
 	"""Add every needed symbol the kernel can export; with remove, drop
-	those no module needs.  Returns (added -> modules, removed)."""
-	old = set(parse(list_path)) if list_path.exists() else set()
+	those no module needs.  Only those lines change (a list is created if
+	missing)."""
+	lst = SymbolList.read(list_path) if list_path.exists() else SymbolList.new(list_path.name)
+	old = set(lst.symbols)
 	wanted = {s for s in need if s in allowed}
-	added = {s: need[s] for s in sorted(wanted - old)}
+	added = {s: need[s] for s in sorted(wanted - old, key=sort_key)}
 	removed = sorted(old - wanted) if remove else []
-	new = (old | wanted) - set(removed)
-	list_path.parent.mkdir(parents=True, exist_ok=True)
-	comments = leading_comments(list_path) or [
-		f'# KMI symbols needed by {list_path.name}; see BUILD.md, "Requesting a symbol".']
-	list_path.write_text(render(new, comments))
-	return added, removed
+	for s, mods in added.items():
+		lst.add(s, mods)
+	lst.remove(set(removed))
+	write_if_changed(list_path, lst.text().encode())
+	return Update(added, removed)

@@ -145,12 +145,12 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 	need = kmi.needs(kos, env, own=args.name != kmi.CORE)
 	if args.name == kmi.CORE:
 		need.update({s: {who} for s, who in kmi.LOADER_SYMBOLS.items()})
-	added, removed = kmi.update(path, need, kmi.exportable(k.obj, env), args.remove)
-	for sym, mods_needing in added.items():
+	res = kmi.update(path, need, kmi.exportable(k.obj, env), args.remove)
+	for sym, mods_needing in res.added.items():
 		print(f'+ {sym:40} needed by {", ".join(sorted(mods_needing))}')
-	for sym in removed:
+	for sym in res.removed:
 		print(f'- {sym}')
-	print(f'{path}: {len(added)} added, {len(removed)} removed'
+	print(f'{path}: {len(res.added)} added, {len(res.removed)} removed'
 	      + ('' if args.remove else ' (add-only; --remove drops unused symbols)'))
 	return 0
 

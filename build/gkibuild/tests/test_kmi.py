@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Symbol lists: the format, add-only updates, strict mode, and the
-message for a module using a symbol in no list."""
+"""Symbol lists: the format, updates that change only the lines they add
+or remove, what modules need, strict mode, and the message for a module
+using a symbol in no list."""
 
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -10,7 +12,36 @@ from pathlib import Path
 import context  # noqa: F401 (sets the import path)
 import kmi
 import toolchain
+from layout import Layout
 from util import GkiError
+
+LISTS = Layout.default().symbol_lists
+
+# Android's layout: comments before the header, several sections, indented
+# symbols, '# required by' groups sorted case-insensitively.
+ANDROID = """\
+# vendor v: comments may come before the header
+
+[abi_symbol_list]
+# commonly used symbols
+  __alloc_pages
+  alloc_chrdev_region
+  kfree
+
+# required by a.ko
+  a_helper
+  Bz_thing
+  cz_op
+
+# required by b.ko
+\tb_register
+
+[abi_symbol_list]
+# a second section, as Android concatenates lists
+  other_symbol
+"""
+ANDROID_SYMBOLS = {'__alloc_pages', 'alloc_chrdev_region', 'kfree', 'a_helper', 'Bz_thing',
+		   'cz_op', 'b_register', 'other_symbol'}
 
 
 class SymbolListTest(unittest.TestCase):
@@ -37,23 +68,88 @@ class SymbolListTest(unittest.TestCase):
 		self.assertIn(f'{p}:3: kfree is listed twice', str(e.exception))
 		self.assertIn(f"{p}:4: not a symbol name: 'not a symbol'", str(e.exception))
 
+	def test_parse_reads_every_section(self):
+		p = self.write('v', ANDROID)
+		self.assertEqual(['__alloc_pages', 'alloc_chrdev_region', 'kfree', 'a_helper',
+				  'Bz_thing', 'cz_op', 'b_register', 'other_symbol'], kmi.parse(p))
+
+	def test_parse_refuses_a_symbol_twice_across_sections(self):
+		p = self.write('v', '[abi_symbol_list]\nkfree\n[abi_symbol_list]\n  kfree\n')
+		with self.assertRaises(GkiError) as e:
+			kmi.parse(p)
+		self.assertEqual(f'{p}:4: kfree is listed twice', str(e.exception))
+
 	def test_parse_needs_the_android_header(self):
 		p = self.write('v', '[abi_whitelist]\nkfree\n')
 		with self.assertRaisesRegex(GkiError, r':1: expected the header \[abi_symbol_list\]'):
 			kmi.parse(p)
 
 	def test_update_is_add_only_unless_asked(self):
+		"""An unsorted list stays as it is: a symbol goes before the first
+		line sorting after it."""
 		p = self.write('v', '# keep me\n[abi_symbol_list]\nold_unused\nkfree\n')
-		need = {'kfree': {'a.ko'}, 'kmalloc': {'a.ko', 'b.ko'}, 'local_only': {'a.ko'}}
+		need = {'kfree': {'a.ko'}, 'kmalloc': {'a.ko', 'b.ko'}}
 		allowed = {'kfree', 'kmalloc', 'old_unused'}
-		added, removed = kmi.update(p, need, allowed, remove=False)
-		self.assertEqual({'kmalloc': {'a.ko', 'b.ko'}}, added)
-		self.assertEqual([], removed)
-		self.assertEqual('# keep me\n[abi_symbol_list]\nkfree\nkmalloc\nold_unused\n',
+		self.assertEqual(kmi.Update({'kmalloc': {'a.ko', 'b.ko'}}, []),
+				 kmi.update(p, need, allowed, remove=False))
+		self.assertEqual('# keep me\n[abi_symbol_list]\nkmalloc\nold_unused\nkfree\n',
 				 p.read_text())
-		added, removed = kmi.update(p, need, allowed, remove=True)
-		self.assertEqual(({}, ['old_unused']), (added, removed))
-		self.assertEqual(['kfree', 'kmalloc'], kmi.parse(p))
+		self.assertEqual(kmi.Update({}, ['old_unused']),
+				 kmi.update(p, need, allowed, remove=True))
+		self.assertEqual('# keep me\n[abi_symbol_list]\nkmalloc\nkfree\n', p.read_text())
+
+	def test_update_creates_a_missing_list(self):
+		p = self.dir / 'new' / 'v'
+		kmi.update(p, {'kfree': {'a.ko'}, 'Zeta': {'a.ko'}, '_printk': {'b.ko'}},
+			   {'kfree', 'Zeta', '_printk'}, remove=False)
+		self.assertEqual('# KMI symbols needed by v; see BUILD.md, "Requesting a symbol".\n'
+				 '[abi_symbol_list]\n_printk\nkfree\nZeta\n', p.read_text())
+
+	def test_update_without_changes_keeps_an_android_list(self):
+		p = self.write('v', ANDROID)
+		need = {s: {'a.ko'} for s in ANDROID_SYMBOLS}
+		self.assertEqual(kmi.Update({}, []),
+				 kmi.update(p, need, ANDROID_SYMBOLS, remove=True))
+		self.assertEqual(ANDROID, p.read_text())
+
+	def test_update_inserts_into_groups_and_appends_new_ones(self):
+		"""Into the group of the first module needing it, at its sorted
+		place, indented like its neighbours; a module without a group
+		gets one at the end; a symbol no module needs goes into the last
+		section."""
+		p = self.write('v', ANDROID)
+		new = {'BA_x': {'a.ko'}, 'b_zz': {'b.ko', 'a.ko'}, 'b_alpha': {'b.ko'},
+		       'c_new': {'d.ko', 'c.ko'}, 'zz_last': {'c.ko'},
+		       'module_layout': {'the module loader (MODVERSIONS)'}}
+		need = {**{s: {'a.ko'} for s in ANDROID_SYMBOLS}, **new}
+		res = kmi.update(p, need, ANDROID_SYMBOLS | set(new), remove=False)
+		self.assertEqual(new, res.added)
+		self.assertEqual(ANDROID.replace(
+			'  a_helper\n', '  a_helper\n  b_zz\n  BA_x\n').replace(
+			'\tb_register\n', '\tb_alpha\n\tb_register\n').replace(
+			'  other_symbol\n', '  module_layout\n  other_symbol\n\n'
+			'# required by c.ko\n  c_new\n  zz_last\n'), p.read_text())
+
+	def test_update_remove_deletes_only_those_lines(self):
+		p = self.write('v', ANDROID)
+		keep = ANDROID_SYMBOLS - {'cz_op', 'other_symbol'}
+		res = kmi.update(p, {s: {'a.ko'} for s in keep}, ANDROID_SYMBOLS, remove=True)
+		self.assertEqual(['cz_op', 'other_symbol'], res.removed)
+		self.assertEqual(ANDROID.replace('  cz_op\n', '').replace('  other_symbol\n', ''),
+				 p.read_text())
+
+	def test_update_keeps_our_lists(self):
+		"""Our lists (one section, unindented) come back byte for byte, and
+		a new symbol takes its case-insensitive place."""
+		for src in sorted(LISTS.iterdir()):
+			p = Path(shutil.copy(src, self.dir))
+			syms = set(kmi.parse(p))
+			kmi.update(p, {s: {'m.ko'} for s in syms}, syms, remove=True)
+			self.assertEqual(src.read_text(), p.read_text(), src.name)
+		p = self.dir / 'test_module'
+		kmi.update(p, {'LZ4_compress_fast': {'m.ko'}}, {'LZ4_compress_fast'}, remove=False)
+		self.assertEqual((LISTS / 'test_module').read_text().replace(
+			'kmalloc_caches\n', 'kmalloc_caches\nLZ4_compress_fast\n'), p.read_text())
 
 	def test_strict_lists_both_directions(self):
 		symvers = self.write('Module.symvers',
