@@ -21,6 +21,8 @@ WHITELIST = 'gki-kmi-symbols'	# in the obj folder; named by the config
 LOADER_SYMBOLS = {'module_layout': 'the module loader (MODVERSIONS)'}
 _SYMBOL = re.compile(r'^[A-Za-z_][A-Za-z0-9_.$]*$')
 _REQUIRED_BY = re.compile(r'#\s*required by\s+(\S+)$')
+_TRACEPOINT_FORMS = ('__traceiter_', '__tracepoint_', '__SCK__tp_func_', '__SCT__tp_func_')
+_TRACEPOINT = re.compile('^(?:' + '|'.join(_TRACEPOINT_FORMS) + ')(.+)$')
 _UNDEFINED = re.compile(r'ERROR: modpost: "([^"]+)" \[([^\]]+)\] undefined!')
 
 
@@ -258,19 +260,37 @@ def explain_undefined(log_text: str, exportable_syms: set[str], list_path: Path,
 	return '\n'.join(lines)
 
 
+def with_tracepoints(need: Mapping[str, set[str]], allowed: set[str]) -> dict[str, set[str]]:
+	"""need plus, for each tracepoint X needed in any form, every form the
+	kernel exports, needed by the same modules.  A module registering a
+	vendor hook uses only __tracepoint_X, whose type says nothing of the
+	hook's arguments; __traceiter_X's prototype does, so listing both (as
+	Android's lists do) brings the hook's signature into the KMI."""
+	out = {s: set(mods) for s, mods in need.items()}
+	for s, mods in need.items():
+		tp = _TRACEPOINT.match(s)
+		if not tp:
+			continue
+		for name in (form + tp[1] for form in _TRACEPOINT_FORMS):
+			if name in allowed:
+				out.setdefault(name, set()).update(mods)
+	return out
+
 
 @dataclass
 class Update:
-	"""What 'symbols update' did to a list."""
+	"""What 'symbols update' did to a list, and the needs no list can meet."""
 	added: dict[str, set[str]]		# symbol -> the modules needing it
 	removed: list[str]
+	unexportable: dict[str, set[str]]	# needed, but exported by no part of the GKI
 
 
 def update(list_path: Path, need: Mapping[str, set[str]], allowed: set[str],
 	   remove: bool) -> Update:
 	"""Add every needed symbol the kernel can export; with remove, drop
 	those no module needs.  Only those lines change (a list is created if
-	missing)."""
+	missing); a need the kernel cannot export is returned, not listed."""
+	need = with_tracepoints(need, allowed)
 	lst = SymbolList.read(list_path) if list_path.exists() else SymbolList.new(list_path.name)
 	old = set(lst.symbols)
 	wanted = {s for s in need if s in allowed}
@@ -280,4 +300,4 @@ def update(list_path: Path, need: Mapping[str, set[str]], allowed: set[str],
 		lst.add(s, mods)
 	lst.remove(set(removed))
 	write_if_changed(list_path, lst.text().encode())
-	return Update(added, removed)
+	return Update(added, removed, {s: need[s] for s in sorted(set(need) - allowed)})

@@ -125,7 +125,8 @@ def ext_modules(layout: Layout) -> list[modules.ExtModule]:
 
 
 def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
-	"""symbols update NAME: add what NAME's modules need to its list."""
+	"""symbols update NAME: add what NAME's modules need to its list; exit
+	status 1 if they need a symbol the GKI does not export at all."""
 	env = toolchain.hermetic_env()
 	toolchain.check(env)
 	source.prepare(layout, source.check_pin(source.load_pin(layout.common / 'source.pin'),
@@ -150,9 +151,13 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 		print(f'+ {sym:40} needed by {", ".join(sorted(mods_needing))}')
 	for sym in res.removed:
 		print(f'- {sym}')
+	# No list can make these resolve: the module must stop using them.
+	for sym, mods_needing in res.unexportable.items():
+		print(f'! {sym} needed by {", ".join(sorted(mods_needing))}: the GKI does not '
+		      'export it (no EXPORT_SYMBOL in the kernel or its in-tree modules)')
 	print(f'{path}: {len(res.added)} added, {len(res.removed)} removed'
 	      + ('' if args.remove else ' (add-only; --remove drops unused symbols)'))
-	return 0
+	return 1 if res.unexportable else 0
 
 
 def device_tools(layout: Layout, uapi: Path) -> dict[str, Path]:

@@ -90,11 +90,11 @@ class SymbolListTest(unittest.TestCase):
 		p = self.write('v', '# keep me\n[abi_symbol_list]\nold_unused\nkfree\n')
 		need = {'kfree': {'a.ko'}, 'kmalloc': {'a.ko', 'b.ko'}}
 		allowed = {'kfree', 'kmalloc', 'old_unused'}
-		self.assertEqual(kmi.Update({'kmalloc': {'a.ko', 'b.ko'}}, []),
+		self.assertEqual(kmi.Update({'kmalloc': {'a.ko', 'b.ko'}}, [], {}),
 				 kmi.update(p, need, allowed, remove=False))
 		self.assertEqual('# keep me\n[abi_symbol_list]\nkmalloc\nold_unused\nkfree\n',
 				 p.read_text())
-		self.assertEqual(kmi.Update({}, ['old_unused']),
+		self.assertEqual(kmi.Update({}, ['old_unused'], {}),
 				 kmi.update(p, need, allowed, remove=True))
 		self.assertEqual('# keep me\n[abi_symbol_list]\nkmalloc\nkfree\n', p.read_text())
 
@@ -108,7 +108,7 @@ class SymbolListTest(unittest.TestCase):
 	def test_update_without_changes_keeps_an_android_list(self):
 		p = self.write('v', ANDROID)
 		need = {s: {'a.ko'} for s in ANDROID_SYMBOLS}
-		self.assertEqual(kmi.Update({}, []),
+		self.assertEqual(kmi.Update({}, [], {}),
 				 kmi.update(p, need, ANDROID_SYMBOLS, remove=True))
 		self.assertEqual(ANDROID, p.read_text())
 
@@ -150,6 +150,28 @@ class SymbolListTest(unittest.TestCase):
 		kmi.update(p, {'LZ4_compress_fast': {'m.ko'}}, {'LZ4_compress_fast'}, remove=False)
 		self.assertEqual((LISTS / 'test_module').read_text().replace(
 			'kmalloc_caches\n', 'kmalloc_caches\nLZ4_compress_fast\n'), p.read_text())
+
+	def test_update_adds_tracepoint_companions(self):
+		"""A vendor hook's list names both __traceiter_X and
+		__tracepoint_X (and the static-call key where the arch has one),
+		whichever form the module uses, each only if the kernel exports it."""
+		p = self.write('v', '[abi_symbol_list]\n')
+		allowed = {'__traceiter_foo', '__tracepoint_foo', '__tracepoint_bar',
+			   '__SCK__tp_func_foo'}
+		res = kmi.update(p, {'__traceiter_foo': {'a.ko'}, '__tracepoint_bar': {'b.ko'}},
+				 allowed, remove=False)
+		self.assertEqual({'__SCK__tp_func_foo': {'a.ko'}, '__traceiter_foo': {'a.ko'},
+				  '__tracepoint_foo': {'a.ko'}, '__tracepoint_bar': {'b.ko'}},
+				 res.added)
+		self.assertEqual(['__SCK__tp_func_foo', '__traceiter_foo', '__tracepoint_bar',
+				  '__tracepoint_foo'], kmi.parse(p))
+
+	def test_update_reports_what_the_kernel_cannot_export(self):
+		p = self.write('v', '[abi_symbol_list]\n')
+		res = kmi.update(p, {'kfree': {'a.ko'}, 'local_only': {'a.ko', 'b.ko'}}, {'kfree'},
+				 remove=False)
+		self.assertEqual({'local_only': {'a.ko', 'b.ko'}}, res.unexportable)
+		self.assertEqual(['kfree'], kmi.parse(p))
 
 	def test_strict_lists_both_directions(self):
 		symvers = self.write('Module.symvers',
