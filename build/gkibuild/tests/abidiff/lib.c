@@ -19,7 +19,9 @@ struct point {
 
 enum color {
 	RED,
+#ifndef ENUM_ENUMERATOR_REMOVED
 	GREEN,
+#endif
 #ifdef ENUM_ENUMERATOR_ADDED
 	BLUE,
 #endif

@@ -22,9 +22,12 @@ TOP=$(cd "$HERE/../../../.." && pwd)
 readonly HERE TOP
 readonly BASELINE=$TOP/abi/gki.xml
 readonly CC=${CC:-clang-19}
-# Keep in step with ABIDW_FLAGS and ABIDIFF_FLAGS in build/gkibuild/abi.py.
+# Keep in step with ABIDW_FLAGS, ABIDIFF_FLAGS and TOOL_ENV in build/gkibuild/abidiff.py.
 readonly ABIDW_FLAGS=(--no-corpus-path --no-comp-dir-path --type-id-style hash)
-readonly ABIDIFF_FLAGS=(--leaf-changes-only --impacted-interfaces)
+readonly ABIDIFF_FLAGS=(--no-default-suppression --harmless --leaf-changes-only
+	--impacted-interfaces)
+# and abidw and abidiff see none of the caller's environment (TOOL_ENV).
+readonly TOOL_ENV=(env -i PATH=/usr/bin:/bin LC_ALL=C HOME=/nonexistent)
 readonly LIB_SYMBOLS=(move paint scale gone fresh counter spare extra raw_copy raw_fill)
 
 usage() {
@@ -55,15 +58,17 @@ build() {
 	local name=$1
 	shift
 	"$CC" -g -shared -fPIC -o "$WORK/$name.so" "$@" "$HERE/lib.c"
-	abidw "${ABIDW_FLAGS[@]}" --kmi-whitelist "$WORK/lib.list" \
+	"${TOOL_ENV[@]}" abidw "${ABIDW_FLAGS[@]}" --kmi-whitelist "$WORK/lib.list" \
 		--out-file "$WORK/$name.xml" "$WORK/$name.so"
 }
 
-# record NAME OLD.xml NEW.xml LIST: run abidiff as abi.py does, keep both
-# its report and its exit status (non-zero is the point, not a failure).
+# record NAME OLD.xml NEW.xml LIST [FLAGS...]: run abidiff as abidiff.py
+# does (plus FLAGS), keep both its report and its exit status (non-zero is
+# the point, not a failure).
 record() {
 	local name=$1 old=$2 new=$3 list=$4 rc=0
-	abidiff "${ABIDIFF_FLAGS[@]}" --kmi-whitelist "$list" "$old" "$new" \
+	shift 4
+	"${TOOL_ENV[@]}" abidiff "${ABIDIFF_FLAGS[@]}" "$@" --kmi-whitelist "$list" "$old" "$new" \
 		>"$HERE/$name.report" || rc=$?
 	[ $((rc & 3)) -eq 0 ] || die "$name: abidiff failed with status $rc"
 	echo "$rc" >"$HERE/$name.rc"
@@ -100,11 +105,17 @@ lib_fixtures() {
 	lib variable-type-changed -DVARIABLE_TYPE_CHANGED
 	lib enum-enumerator-added -DENUM_ENUMERATOR_ADDED
 	lib enum-enumerator-renumbered -DENUM_ENUMERATOR_RENUMBERED
+	lib enum-enumerator-removed -DENUM_ENUMERATOR_REMOVED
 	lib nodebug-symbol-removed -DNODEBUG_SYMBOL_REMOVED
 	lib nodebug-symbol-added -DNODEBUG_SYMBOL_ADDED
 	lib combined -DSTRUCT_MEMBER_ADDED -DPARAMETER_TYPE_CHANGED -DFUNCTION_REMOVED \
 		-DFUNCTION_ADDED -DVARIABLE_REMOVED -DVARIABLE_ADDED -DVARIABLE_TYPE_CHANGED \
 		-DENUM_ENUMERATOR_ADDED -DENUM_ENUMERATOR_RENUMBERED -DNODEBUG_SYMBOL_ADDED
+	# What a suppression the gate did not ask for (a ~/.abignore) leaves:
+	# the change counted as filtered out.  It must fail closed.
+	printf '[suppress_type]\n  name = point\n' >"$WORK/point.abignore"
+	record suppressed-struct "$WORK/base.xml" "$WORK/struct-member-added.xml" \
+		"$WORK/lib.list" --suppressions "$WORK/point.abignore"
 	# Nothing the gate knows: the kernel has no SONAME.  It must fail closed.
 	build soname-old -Wl,-soname,libfixture.so.1
 	build soname-new -Wl,-soname,libfixture.so.2
