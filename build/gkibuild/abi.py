@@ -1,148 +1,138 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The ABI gate: a libabigail dump of vmlinux restricted to the KMI (run
-and read by abidiff.py), the checked-in baseline in abi/, and the check
-that compares a build with it.
+"""The ABI gate: the baseline in abi/, the check of a build against it, the
+reviewed baseline update.
 
-Two workarounds for Debian's abigail-tools 2.2 (BUILD.md, "The KMI"): it
-reads a symbol list only under an [abi_whitelist] header, so the lists are
-translated; and it aborts on 6.12 .ko files, so vmlinux is dumped alone and
-the exports of in-tree modules are covered by their MODVERSIONS CRCs.
-
-abidiff's exit status does not say what changed (a changed struct sets only
-"changed"), so the gate classifies its report; a report, or an exit status,
-it cannot account for fails the gate with the raw report: it fails closed.
+The check dumps vmlinux, runs abidiff (abidiff.py), merges its report with
+the Module.symvers tables into Change records (abi_changes.py) and writes
+report.txt (everything) and report.short (abi_short.py).  The update diffs
+first: additions are taken, a break only with a reason, which is recorded
+in abi/allowed_breaks (abi_breaks.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Mapping
 
-import kmi
-from abidiff import classify, diff, dump
-from util import GkiError, sha256_text
+import abi_breaks
+import abi_short
+import abidiff
+from abi_changes import APPROVAL, BREAK, Export, Result, changes, read_symvers, write_symvers
+from util import GkiError, info, sha256_text
 
 BASELINE = 'gki.xml'		# abidw of vmlinux, KMI only
-SYMVERS = 'gki.symvers'		# the KMI's CRCs: "crc<TAB>symbol<TAB>module"
+SYMVERS = 'gki.symvers'		# the KMI's lines of Module.symvers
 META = 'gki.json'		# what the baseline came from
+REPORT = 'report.txt'		# abidiff's whole report, after one line per change
+SHORT = 'report.short'		# one line per change (abi_short.py)
+COMMIT_MSG = 'commit-message.txt'	# written by update for the change that commits abi/
+CONSOLE_LINES = 40		# of report.short printed by a build
 
 
-def kmi_crcs(symvers: Path, symbols: set[str]) -> dict[str, tuple[str, str]]:
-	return {s: v for s, v in kmi.symvers_exports(symvers).items() if s in symbols}
+def kmi_exports(symvers: Path, symbols: set[str]) -> dict[str, Export]:
+	return {s: e for s, e in read_symvers(symvers).items() if s in symbols}
 
 
-def write_symvers(path: Path, crcs: Mapping[str, tuple[str, str]]) -> None:
-	path.write_text(''.join(f'{crc}\t{s}\t{mod}\n' for s, (crc, mod) in sorted(crcs.items())))
-
-
-def read_symvers(path: Path) -> dict[str, tuple[str, str]]:
-	out = {}
-	for line in path.read_text().splitlines():
-		crc, sym, mod = line.split('\t')
-		out[sym] = (crc, mod)
-	return out
-
-
-@dataclasses.dataclass
-class Result:
-	removed: list[str]
-	added: list[str]
-	crc_changed: list[str]
-	type_changes: list[str]		# abidiff's leaf changes, one entry each
-	report: Path
-	unclassified: list[str] = dataclasses.field(default_factory=list)
-	abidiff_report: str = ''	# printed whole when some of it is unclassified
-
-	@property
-	def breaks(self) -> bool:
-		return bool(self.removed or self.crc_changed or self.type_changes)
-
-	def summary(self) -> str:
-		unclassified = f', {len(self.unclassified)} unclassified' if self.unclassified else ''
-		lines = [f'ABI check: {len(self.removed)} removed, {len(self.type_changes)} '
-			 f'type change(s), {len(self.crc_changed)} CRC change(s), '
-			 f'{len(self.added)} added symbol(s){unclassified}']
-		for s in self.removed[:5]:
-			lines.append(f'  BREAK removed: {s}')
-		for c in self.type_changes[:5]:
-			lines.append('  BREAK ' + c.splitlines()[0].strip())
-			lines += ['        ' + ln.strip() for ln in c.splitlines()[1:4] if ln.strip()]
-		for s in self.crc_changed[:5]:
-			lines.append(f'  BREAK CRC changed: {s}')
-		for s in self.added[:5]:
-			lines.append(f'  added, not in the baseline: {s}')
-		if self.added and not self.breaks:
-			lines.append('  the symbol lists grew: update the baseline in the same change '
-				     '(./build/gki abi update) so the list and the baseline move together')
-		lines += self.unclassified_lines()
-		lines.append(f'  report: {self.report}')
-		return '\n'.join(lines)
-
-	def unclassified_lines(self) -> list[str]:
-		"""What the parser could not place, then abidiff's whole report: the
-		gate cannot say what it means, so a person must read it."""
-		if not self.unclassified:
-			return []
-		return ([f'  UNCLASSIFIED: {u}' for u in self.unclassified]
-			+ ['  abidiff\'s report, as it came:']
-			+ ['    | ' + ln for ln in self.abidiff_report.splitlines()])
-
-
-def verdict(res: Result) -> str | None:
-	"""Why the gate fails the build, or None when it passes.  A break fails;
-	so does an addition: a symbol list and the baseline move together in
-	one change, so a grown list without a new baseline is not releasable;
-	and so does a report the gate could not read."""
-	if res.unclassified:
-		return ('abidiff reported changes the ABI gate cannot classify, so it fails closed '
-			'(the raw report is above)')
-	if res.breaks:
-		return 'the KMI differs from the baseline in abi/ (see above)'
-	if res.added:
-		return ('the symbol lists grew but the baseline in abi/ did not: run '
-			'./build/gki abi update and commit abi/ with the lists')
-	return None
-
-
-def check(abi_dir: Path, vmlinux: Path, symvers: Path, symbols: set[str],
-	  out_dir: Path) -> Result:
-	"""Compare a build with the baseline; the report goes to out_dir."""
+def check(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[str]],
+	  out_dir: Path, title: str = 'ABI check') -> Result:
+	"""Compare a build with the baseline; lists: the symbol lists by name
+	(the KMI is their union).  report.txt and report.short go to out_dir."""
 	base = abi_dir / BASELINE
 	if not base.exists():
 		raise GkiError(f'no ABI baseline {base}: run ./build/gki abi update and commit abi/')
+	symbols = set().union(*lists.values())
 	new = out_dir / BASELINE
-	dump(vmlinux, symbols, new)
-	report = out_dir / 'report.txt'
-	rc, text = diff(base, new, symbols, report)
-
-	old_crcs = read_symvers(abi_dir / SYMVERS)
-	new_crcs = kmi.symvers_exports(symvers)	# strict mode: the KMI, one for one
-	# Only a removed symbol sets the "incompatible" bit; a changed struct
-	# sets "changed", so the report itself is read.  Either side alone
-	# catches a removal or an addition: the CRCs and the report.
-	rep = classify(text, rc)
-	result = Result(
-		removed=sorted((set(old_crcs) - set(new_crcs)) | set(rep.removed)),
-		added=sorted((set(new_crcs) - set(old_crcs)) | set(rep.added)),
-		crc_changed=sorted(s for s in set(old_crcs) & set(new_crcs)
-				   if old_crcs[s][0] != new_crcs[s][0]),
-		type_changes=rep.changed, report=report,
-		unclassified=rep.unclassified, abidiff_report=text)
+	abidiff.dump(vmlinux, symbols, new)
+	report = out_dir / REPORT
+	rc, text = abidiff.diff(base, new, symbols, report)
+	old_exports = read_symvers(abi_dir / SYMVERS)
+	new_exports = read_symvers(symvers)	# strict mode: the KMI, one for one
+	found = changes(abidiff.classify(text, rc), old_exports, new_exports)
+	res = Result(found, report, text, abi_breaks.load(abi_dir))
+	res.short = abi_short.render(res, lists, title)
+	(out_dir / SHORT).write_text(res.short)
 	head = [f'baseline: {base}', f'new:      {new}', f'abidiff exit status: {rc}', '']
-	crc_lines = [f'CRC changed: {s}: {old_crcs[s][0]} -> {new_crcs[s][0]} ({new_crcs[s][1]})'
-		     for s in result.crc_changed]
-	report.write_text('\n'.join(head + [result.summary(), '', *crc_lines, '', text]))
-	return result
+	report.write_text('\n'.join(head + [res.short, text]))
+	return res
 
 
-def update(abi_dir: Path, vmlinux: Path, symvers: Path, symbols: set[str],
-	   meta: Mapping[str, object]) -> None:
+def summary(res: Result) -> str:
+	"""What a build prints: the start of report.short, where the rest is,
+	and abidiff's whole report when the gate could not classify it."""
+	lines = res.short.splitlines()
+	if len(lines) > CONSOLE_LINES:
+		lines = lines[:CONSOLE_LINES] + [f'  ... {len(lines) - CONSOLE_LINES} more lines']
+	lines.append(f'  short report: {res.report.with_name(SHORT)}')
+	lines.append(f'  full report:  {res.report}')
+	if res.unclassified:
+		lines += ["  abidiff's report, as it came:"]
+		lines += ['    | ' + ln for ln in res.abidiff_report.splitlines()]
+	return '\n'.join(lines)
+
+
+def write_baseline(abi_dir: Path, vmlinux: Path, symvers: Path, symbols: set[str],
+		   meta: Mapping[str, object]) -> None:
+	"""The baseline of this build: the dump, the KMI's Module.symvers lines
+	and where it came from."""
 	abi_dir.mkdir(parents=True, exist_ok=True)
-	dump(vmlinux, symbols, abi_dir / BASELINE)
-	write_symvers(abi_dir / SYMVERS, kmi_crcs(symvers, symbols))
-	listed = ''.join(s + '\n' for s in sorted(symbols))
+	abidiff.dump(vmlinux, symbols, abi_dir / BASELINE)
+	write_symvers(abi_dir / SYMVERS, kmi_exports(symvers, symbols))
 	(abi_dir / META).write_text(json.dumps({**meta, 'symbols': len(symbols),
-						 'symbol_list_sha256': sha256_text(listed)},
+						 'symbol_list_sha256': list_digest(symbols)},
 						indent=1, sort_keys=True) + '\n')
+
+
+def list_digest(symbols: set[str]) -> str:
+	return sha256_text(''.join(s + '\n' for s in sorted(symbols)))
+
+
+def update(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[str]],
+	   meta: Mapping[str, str], out_dir: Path, accept_break: str | None,
+	   today: str) -> Result | None:
+	"""abi update, reviewed: compare with the current baseline first and
+	print the short report.  Additions are taken; a break or an enum change
+	only with accept_break (the reason), and then recorded in
+	abi/allowed_breaks.  Writes the commit message template to out_dir."""
+	if accept_break is not None and not accept_break.strip():
+		raise GkiError('--accept-break needs a reason: why this break is safe to ship')
+	symbols = set().union(*lists.values())
+	res = None
+	if (abi_dir / BASELINE).exists():
+		res = check(abi_dir, vmlinux, symvers, lists, out_dir, 'abi update')
+		print(summary(res), flush=True)
+		pending = res.pending(BREAK) + res.pending(APPROVAL)
+		if pending and accept_break is None:
+			raise GkiError(
+				f'not updating the baseline: {len(pending)} change(s) above break the KMI '
+				'or need approval.  Fix them, or take them deliberately with\n'
+				'  ./build/gki abi update --accept-break "REASON"\n'
+				'which records them in abi/allowed_breaks (see BUILD.md, "The KMI")')
+		if pending:
+			path = abi_breaks.append(abi_dir, abi_breaks.Record(
+				today, accept_break.strip(), meta['kernel_release'],
+				tuple(c.key for c in pending)))
+			info(f'{len(pending)} change(s) recorded in {path}')
+		elif accept_break is not None:
+			info('--accept-break given, but nothing breaks: nothing recorded')
+	write_baseline(abi_dir, vmlinux, symvers, symbols, meta)
+	out_dir.mkdir(parents=True, exist_ok=True)
+	(out_dir / COMMIT_MSG).write_text(commit_message(res, accept_break, meta['kernel_release']))
+	return res
+
+
+def commit_message(res: Result | None, accept_break: str | None, release: str) -> str:
+	"""A template for the change that commits abi/ (and the lists)."""
+	if res is None:
+		return f'ANDROID: GKI: add the KMI baseline\n\nFirst baseline, {release}.\n'
+	body = []
+	if res.added:
+		body.append(f'Adds {len(res.added)} symbol(s) to the KMI: {", ".join(res.added)}.')
+	if accept_break:
+		body.append(f'Breaks the KMI deliberately: {accept_break.strip()}\n'
+			    '(recorded in abi/allowed_breaks).')
+	if not body:
+		body.append('Refreshes the baseline; no KMI symbol added or broken.')
+	short = ''.join(f'    {ln}\n' for ln in res.short.splitlines())
+	return ('ANDROID: GKI: update the KMI baseline\n\n' + '\n\n'.join(body)
+		+ f'\n\nShort report (./build/gki abi update, {release}):\n\n{short}')

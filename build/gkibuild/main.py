@@ -5,6 +5,7 @@ stages (source, config, kernel, modules, dist), the tests and QEMU runs."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ import kmi  # noqa: E402
 import modules  # noqa: E402
 import source  # noqa: E402
 import toolchain  # noqa: E402
+from abi_changes import verdict  # noqa: E402
 from kernel import Kernel, default_jobs  # noqa: E402
 from layout import VARIANTS, Layout, Variant, variants  # noqa: E402
 from util import GkiError, StageTimer, die, info, mtimes, rebuilt, sha256_file  # noqa: E402
@@ -73,13 +75,18 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 		if v.name == 'release' and abi_check:
 			with timer.stage('abi-check', v.name):
 				res = abi.check(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
-						kmi.union(lists), dists[v.name] / 'abi')
-			print(res.summary(), flush=True)
-			failure = abi.verdict(res)
-			if failure:
-				raise GkiError(failure)
+						lists, dists[v.name] / 'abi')
+			print(abi.summary(res), flush=True)
+			abi_gate(res)
 	info('dist: ' + ', '.join(str(p) for p in dists.values()))
 	return dists
+
+
+def abi_gate(res: abi.Result) -> None:
+	"""Fail the build on the check's verdict."""
+	failure = verdict(res)
+	if failure:
+		raise GkiError(failure)
 
 
 def stale_lists(layout: Layout, k: Kernel, env: dict[str, str]) -> list[str]:
@@ -102,6 +109,8 @@ def stale_lists(layout: Layout, k: Kernel, env: dict[str, str]) -> list[str]:
 def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
 	"""abi check: build (the check is a stage); abi update: new baseline."""
 	if args.action == 'check':
+		if args.accept_break is not None:
+			raise GkiError('--accept-break goes with abi update, which records the break')
 		build(layout, variants('release'), args.jobs, args.accept_source_update)
 		return 0
 	build(layout, variants('release'), args.jobs, args.accept_source_update, abi_check=False)
@@ -111,12 +120,15 @@ def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
 	if stale:
 		raise GkiError('the symbol lists are out of date; not updating the baseline:\n  '
 			       + '\n  '.join(stale))
-	manifest = json.loads((layout.dist(VARIANTS['release']) / 'manifest.json').read_text())
+	dist = layout.dist(VARIANTS['release'])
+	manifest = json.loads((dist / 'manifest.json').read_text())
 	abi.update(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
-		   kmi.union(kmi.load_all(layout.symbol_lists)),
+		   kmi.load_all(layout.symbol_lists),
 		   {'kernel_release': manifest['kernel_release'], 'source': manifest['source'],
-		    'toolchain': manifest['toolchain']})
-	print(f'gki: new ABI baseline in {layout.abi}; commit it with the symbol lists')
+		    'toolchain': manifest['toolchain']}, dist / 'abi', args.accept_break,
+		   datetime.datetime.now(datetime.timezone.utc).date().isoformat())
+	info(f'new ABI baseline in {layout.abi}; commit it with the symbol lists, using the '
+	     f'message in {dist / "abi" / abi.COMMIT_MSG}')
 	return 0
 
 
@@ -246,7 +258,11 @@ def parser() -> argparse.ArgumentParser:
 		       help='run only this guest suite (repeatable)')
 	q.add_argument('--shell', action='store_true')
 	add('bench', 'release').add_argument('names', nargs='*')
-	add('abi', 'release').add_argument('action', choices=['check', 'update'])
+	ab = add('abi', 'release')
+	ab.add_argument('action', choices=['check', 'update'])
+	ab.add_argument('--accept-break', metavar='REASON',
+			help='update: take the breaks the report shows, recorded in '
+			'abi/allowed_breaks with REASON')
 	sy = add('symbols', 'release')
 	sy.add_argument('action', choices=['update'])
 	sy.add_argument('name', help=f'a list of symbol_lists/: {kmi.CORE} or a module folder')

@@ -4,9 +4,11 @@ makes one change, rebuilds what the change touches (scratch.py: seconds,
 not a kernel build) and runs the check against the checked-in baseline in
 abi/.  Two cases also boot the changed kernel with the incfs module built
 against the baseline GKI: MODVERSIONS must refuse it after a type change
-and load it after a change that keeps the KMI."""
+and load it after a change that keeps the KMI.  One takes the type change
+through 'abi update' on a copy of abi/: refused, then recorded."""
 
 import os
+import shutil
 import tempfile
 import unittest
 from pathlib import Path
@@ -14,13 +16,16 @@ from pathlib import Path
 import context  # noqa: F401 (sets the import path)
 import prereq
 import abi
+import abi_breaks
 import kmi
 import toolchain
 from gkiqemu import boot, runner
 from kernel import Kernel
 from layout import VARIANTS, Layout
+from abi_changes import verdict
 from sandbox import unavailable
 from scratch import Scratch
+from util import GkiError
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']
@@ -66,7 +71,7 @@ class AbiGateTest(unittest.TestCase):
 		require_gate()
 		cls.env = toolchain.hermetic_env()
 		cls.kernel = Kernel(LAYOUT, RELEASE, cls.env, os.cpu_count() or 1)
-		cls.kmi = kmi.union(kmi.load_all(LAYOUT.symbol_lists))
+		cls.lists = kmi.load_all(LAYOUT.symbol_lists)
 		cls.tmp = tempfile.TemporaryDirectory()
 		cls.dir = Path(cls.tmp.name)
 
@@ -83,8 +88,9 @@ class AbiGateTest(unittest.TestCase):
 
 	def build_and_check(self, s: Scratch, listed: set[str] = frozenset()) -> abi.Result:
 		s.build(LAYOUT.log(RELEASE, f'gate-{self.name}'))
+		lists = {**self.lists, 'test': set(listed)} if listed else self.lists
 		return abi.check(LAYOUT.abi, s.obj / 'vmlinux', s.obj / 'Module.symvers',
-				 self.kmi | listed, self.dir / self.name)
+				 lists, self.dir / self.name)
 
 	def boot_and_load(self, s: Scratch) -> str:
 		"""Boot the scratch kernel; insmod the module built against the
@@ -106,14 +112,53 @@ class AbiGateTest(unittest.TestCase):
 		r = self.build_and_check(s)
 		self.assertTrue(r.breaks)
 		self.assertEqual(['LZ4_decompress_safe'], r.crc_changed)
-		self.assertEqual(1, len(r.type_changes), r.summary())
-		self.assertIn('LZ4_decompress_safe', r.type_changes[0])
-		self.assertIn("type name changed from 'int' to 'long int'", r.type_changes[0])
-		self.assertIn('BREAK', r.summary())
+		[sym] = r.of('symbol')
+		self.assertEqual('LZ4_decompress_safe', sym.name)
+		self.assertIn("type name changed from 'int' to 'long int'", sym.what)
+		self.assertEqual(['crc', 'symbol'], sorted(c.kind for c in r.changes), r.short)
+		self.assertIn('  BREAK     LZ4_decompress_safe: parameter 4', r.short)
+		self.assertIn('(reached by LZ4_decompress_safe)', r.short)
+		self.assertIn('  incfs: 1 symbol(s): LZ4_decompress_safe', r.short)
 		self.assertIn('LZ4_decompress_safe', r.report.read_text())
+		self.update_refuses_then_records(s, r)
 		console = self.boot_and_load(s)
 		self.assertIn('GKI-KMI: refused', console)
 		self.assertIn('disagrees about version of symbol LZ4_decompress_safe', console)
+
+	def update_refuses_then_records(self, s: Scratch, r: abi.Result) -> None:
+		"""abi update on a copy of abi/: refused without a reason, the
+		baseline untouched; with one, the break is in allowed_breaks and
+		the new baseline checks clean."""
+		copy = self.dir / 'abi'
+		shutil.copytree(LAYOUT.abi, copy)
+		before = {p.name: p.read_bytes() for p in copy.iterdir()}
+		meta = {'kernel_release': 'scratch', 'toolchain': {}}
+		vmlinux, symvers = s.obj / 'vmlinux', s.obj / 'Module.symvers'
+		out = self.dir / 'update'
+		with self.assertRaisesRegex(GkiError, '--accept-break'):
+			abi.update(copy, vmlinux, symvers, self.lists, meta, out, None, '2026-12-03')
+		self.assertEqual(before, {p.name: p.read_bytes() for p in copy.iterdir()})
+		abi.update(copy, vmlinux, symvers, self.lists, meta, out, 'test', '2026-12-03')
+		self.assertEqual({c.key for c in r.changes}, set(abi_breaks.load(copy)))
+		again = abi.check(copy, vmlinux, symvers, self.lists, self.dir / 'again')
+		self.assertEqual([], again.changes, again.short)
+
+	def test_export_kind_namespace_and_removal_each_named(self):
+		s = self.scratch()
+		s.edit(LZ4_C, lambda t: t.replace('EXPORT_SYMBOL(LZ4_decompress_safe);',
+						  'EXPORT_SYMBOL_GPL(LZ4_decompress_safe);'))
+		s.edit('lib/ratelimit.c', lambda t: t.replace('EXPORT_SYMBOL(___ratelimit);',
+							      'EXPORT_SYMBOL_NS(___ratelimit, GKI_TEST);'))
+		s.edit('lib/kobject.c', lambda t: t.replace(
+			'EXPORT_SYMBOL_GPL(kobject_create_and_add);', ''))
+		r = self.build_and_check(s)
+		got = {(c.kind, c.name): c.what for c in r.changes}
+		self.assertEqual({('export', 'LZ4_decompress_safe'): 'EXPORT_SYMBOL -> EXPORT_SYMBOL_GPL',
+				  ('export', '___ratelimit'): "namespace '' -> 'GKI_TEST'",
+				  ('removed', 'kobject_create_and_add'): 'no longer exported'},
+				 got, r.short)
+		self.assertTrue(r.breaks)
+		self.assertIn("  BREAK     ___ratelimit: namespace '' -> 'GKI_TEST' [incfs]", r.short)
 
 	def test_unexported_function_and_log_string_change_nothing(self):
 		s = self.scratch()
@@ -123,17 +168,16 @@ class AbiGateTest(unittest.TestCase):
 			'"%s: truncating file system list\\n"',
 			'"%s: file system list truncated\\n"'))
 		r = self.build_and_check(s)
-		self.assertFalse(r.breaks, r.summary())
-		self.assertEqual([], r.added)
-		self.assertEqual([], r.type_changes)
+		self.assertEqual([], r.changes, r.short)
 
 	def test_symbol_added_to_a_list_without_the_baseline_fails(self):
 		s = self.scratch()
 		s.add_kmi_symbols({'LZ4_compress_fast'})
 		r = self.build_and_check(s, {'LZ4_compress_fast'})
-		self.assertFalse(r.breaks, r.summary())
+		self.assertFalse(r.breaks, r.short)
 		self.assertEqual(['LZ4_compress_fast'], r.added)
-		self.assertIn('update the baseline', r.summary())
+		self.assertIn('./build/gki abi update', verdict(r))
+		self.assertIn('  ADDED     LZ4_compress_fast: newly exported [test]', r.short)
 
 	def test_lts_style_fix_keeps_the_kmi_and_modules_load(self):
 		s = self.scratch()
@@ -141,8 +185,7 @@ class AbiGateTest(unittest.TestCase):
 			LZ4_C_OLD + '\n{',
 			LZ4_C_OLD + '\n{\n\tif (unlikely(compressedSize < 0))\n\t\treturn -1;\n'))
 		r = self.build_and_check(s)
-		self.assertFalse(r.breaks, r.summary())
-		self.assertEqual([], r.added)
+		self.assertEqual([], r.changes, r.short)
 		console = self.boot_and_load(s)
 		self.assertIn('GKI-KMI: loaded', console)
 

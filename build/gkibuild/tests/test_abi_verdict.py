@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The ABI gate's verdict, on recorded abidiff reports: a break, an
-unrecorded addition and a report the gate cannot classify each fail the
-build; an unchanged KMI passes.  abi.check runs for real, with abidw and
-abidiff replaced by a record from abidiff/ (see test_abi_report.py)."""
+"""The ABI gate's verdict and short report, on recorded abidiff reports: a
+break, an enum change, an unrecorded addition and a report the gate cannot
+classify each fail the build; an unchanged KMI and a recorded break pass.
+abi.check runs for real, with abidw and abidiff replaced by a record from
+abidiff/ (see test_abi_report.py) and Module.symvers written by the test."""
 
 from __future__ import annotations
 
@@ -13,18 +14,25 @@ from unittest import mock
 
 import context  # noqa: F401 (sets the import path)
 import abi
-from test_abi_report import LZ4, recorded
+import abi_breaks
+import abidiff
+from abi_changes import Export, verdict, write_symvers
+from test_abi_report import recorded
 
 BREAK = 'the KMI differs from the baseline'
 UPDATE = './build/gki abi update'
+APPROVAL = 'needs approval'
+LISTS = {'incfs': {'LZ4_decompress_safe', 'init_uts_ns', 'fs_kobj'},
+	 'core': {'init_uts_ns', 'module_layout'}}
 
 
 class VerdictTest(unittest.TestCase):
-	"""The same CRC table on both sides unless a test says otherwise, so
-	the report alone decides, as it must for what the CRCs do not cover
-	(libabigail sees types, MODVERSIONS sees CRCs)."""
+	"""The same Module.symvers on both sides unless a test says otherwise,
+	so the report alone decides, as it must for what the CRCs do not cover
+	(libabigail sees types, MODVERSIONS sees CRCs, kinds and namespaces)."""
 
-	CRCS = {'LZ4_decompress_safe': '0xc7c1107a', 'init_uts_ns': '0xb72a650c'}
+	EXPORTS = {'LZ4_decompress_safe': Export('0xc7c1107a', 'vmlinux', 'EXPORT_SYMBOL', ''),
+		   'init_uts_ns': Export('0xb72a650c', 'vmlinux', 'EXPORT_SYMBOL_GPL', '')}
 
 	def setUp(self):
 		tmp = tempfile.TemporaryDirectory()
@@ -33,41 +41,84 @@ class VerdictTest(unittest.TestCase):
 		(self.dir / 'abi').mkdir()
 		(self.dir / 'out').mkdir()		# abidw, replaced here, makes it
 		(self.dir / 'abi' / abi.BASELINE).write_text('<abi-corpus/>\n')
-		abi.write_symvers(self.dir / 'abi' / abi.SYMVERS,
-				  {s: (c, 'vmlinux') for s, c in self.CRCS.items()})
+		write_symvers(self.dir / 'abi' / abi.SYMVERS, self.EXPORTS)
 
-	def check(self, name: str, crcs: dict[str, str] | None = None) -> abi.Result:
+	def check(self, name: str, exports: dict[str, Export] | None = None) -> abi.Result:
 		"""abi.check with abidiff's answer taken from the record name and
-		the build's Module.symvers holding crcs."""
-		crcs = crcs or self.CRCS
+		the build's Module.symvers holding exports."""
 		new = self.dir / 'Module.symvers'
-		new.write_text(''.join(f'{c}\t{s}\tvmlinux\tEXPORT_SYMBOL\t\n'
-				       for s, c in crcs.items()))
-		with mock.patch.object(abi, 'dump'), \
-		     mock.patch.object(abi, 'diff', return_value=recorded(name)):
-			return abi.check(self.dir / 'abi', self.dir / 'vmlinux', new, set(crcs),
+		write_symvers(new, exports or self.EXPORTS)
+		with mock.patch.object(abidiff, 'dump'), \
+		     mock.patch.object(abidiff, 'diff', return_value=recorded(name)):
+			return abi.check(self.dir / 'abi', self.dir / 'vmlinux', new, LISTS,
 					 self.dir / 'out')
 
 	def fails(self, r: abi.Result) -> str:
 		"""The verdict, which must be a failure."""
-		v = abi.verdict(r)
-		self.assertIsNotNone(v, f'the gate passed:\n{r.summary()}')
+		v = verdict(r)
+		self.assertIsNotNone(v, f'the gate passed:\n{r.short}')
 		return v
 
 	def test_unchanged_passes(self):
 		r = self.check('unchanged')
-		self.assertIsNone(abi.verdict(r), r.summary())
-		self.assertIn('ABI check: 0 removed, 0 type change(s), 0 CRC change(s), 0 added',
-			      r.summary())
+		self.assertIsNone(verdict(r), r.short)
+		self.assertEqual([], r.changes)
+		self.assertIn('0 type change(s), 0 symbol change(s): 0 break(s)', r.short)
+		self.assertEqual(r.short, (self.dir / 'out' / abi.SHORT).read_text())
 
-	def test_enumerator_addition_fails(self):
-		self.fails(self.check('enum-enumerator-added'))
+	def test_enum_changes_need_approval(self):
+		for name, what in (('enum-enumerator-added', "'color::BLUE' value '2'"),
+				   ('enum-enumerator-removed', "'color::GREEN' value '1'"),
+				   ('enum-enumerator-renumbered', "'mode::MODE_B' from value '2' to '5'")):
+			with self.subTest(name):
+				r = self.check(name)
+				self.assertFalse(r.breaks, r.short)
+				self.assertIn(APPROVAL, self.fails(r))
+				[c] = r.of('enum')
+				self.assertIn(what, c.what)
+				self.assertIn(f'  APPROVAL  {c.name}: ', r.short)
 
-	def test_type_change_fails(self):
-		r = self.check('kernel-parameter-type-changed')
-		self.assertTrue(r.breaks)
+	def test_type_change_names_the_type_and_whom_it_reaches(self):
+		r = self.check('struct-member-added')
 		self.assertIn(BREAK, self.fails(r))
-		self.assertIn(f'BREAK [C] {LZ4}', r.summary())
+		[c] = r.of('type')
+		self.assertEqual('struct point', c.name)
+		self.assertEqual(('move',), c.reaches)
+		self.assertIn("type size changed from 64 to 96 (in bits); 1 data member insertion; "
+			      "'int z', at offset 64 (in bits)", c.what)
+		self.assertIn('  BREAK     struct point: type size changed from 64 to 96', r.short)
+		self.assertIn('[reaches 1 KMI symbol: no list]', r.short)
+
+	def test_type_line_counts_the_symbols_and_lists_it_reaches(self):
+		r = self.check('kernel-struct-resized')
+		sym = {c.name: c for c in r.of('symbol')}['init_uts_ns']
+		self.assertEqual(97, len(sym.reaches))	# init_uts_ns is among its 97
+		self.assertIn('init_uts_ns', sym.reaches)
+		self.assertIn('[core 2, incfs 2]', r.short)
+		self.assertIn('vendor lists reached by the breaks:', r.short)
+		self.assertIn('  incfs: 2 symbol(s): fs_kobj, init_uts_ns', r.short)
+
+	def test_parameter_change_is_one_symbol_change_and_one_crc_change(self):
+		new = {**self.EXPORTS, 'LZ4_decompress_safe': Export(
+			'0x329f0514', 'vmlinux', 'EXPORT_SYMBOL', '')}
+		r = self.check('kernel-parameter-type-changed', new)
+		self.assertIn(BREAK, self.fails(r))
+		self.assertEqual(['crc', 'symbol'], sorted(c.kind for c in r.changes))
+		[sym] = r.of('symbol')
+		self.assertIn("parameter 4 of type 'int' changed; type name changed from 'int' "
+			      "to 'long int'", sym.what)
+		[crc] = r.of('crc')
+		self.assertEqual('CRC 0xc7c1107a -> 0x329f0514', crc.what)
+		self.assertEqual('reached by LZ4_decompress_safe', crc.cause)
+
+	def test_crc_only_block_is_counted_once_with_its_cause(self):
+		new = {**self.EXPORTS, 'LZ4_decompress_safe': Export(
+			'0x329f0514', 'vmlinux', 'EXPORT_SYMBOL', '')}
+		r = self.check('kernel-crc-only-function', new)
+		self.assertEqual(['crc'], [c.kind for c in r.changes])
+		self.assertEqual([], r.of('type', 'symbol'))
+		self.assertIn('0 type change(s), 1 symbol change(s): 1 break(s)', r.short)
+		self.assertIn('genksyms saw another declaration', r.changes[0].cause)
 
 	def test_removal_in_the_report_alone_fails(self):
 		for name, sym in (('function-removed', 'gone'), ('variable-removed', 'spare'),
@@ -76,25 +127,43 @@ class VerdictTest(unittest.TestCase):
 				r = self.check(name)
 				self.assertEqual([sym], r.removed)
 				self.assertIn(BREAK, self.fails(r))
-				self.assertIn(f'BREAK removed: {sym}', r.summary())
+				self.assertIn(f'  BREAK     {sym}: no longer exported', r.short)
 
 	def test_crc_change_alone_fails(self):
-		r = self.check('unchanged', {**self.CRCS, 'LZ4_decompress_safe': '0x329f0514'})
+		new = {**self.EXPORTS, 'LZ4_decompress_safe': Export(
+			'0x329f0514', 'vmlinux', 'EXPORT_SYMBOL', '')}
+		r = self.check('unchanged', new)
 		self.assertEqual(['LZ4_decompress_safe'], r.crc_changed)
 		self.assertIn(BREAK, self.fails(r))
+		self.assertIn('LZ4_decompress_safe: CRC 0xc7c1107a -> 0x329f0514 [incfs]', r.short)
+
+	def test_export_kind_and_namespace_changes_fail(self):
+		for new, what in (
+			(Export('0xc7c1107a', 'vmlinux', 'EXPORT_SYMBOL_GPL', ''),
+			 'EXPORT_SYMBOL -> EXPORT_SYMBOL_GPL'),
+			(Export('0xc7c1107a', 'vmlinux', 'EXPORT_SYMBOL', 'LZ4'),
+			 "namespace '' -> 'LZ4'")):
+			with self.subTest(what):
+				r = self.check('unchanged', {**self.EXPORTS, 'LZ4_decompress_safe': new})
+				[c] = r.changes
+				self.assertEqual(('export', what), (c.kind, c.what))
+				self.assertIn(BREAK, self.fails(r))
+				self.assertIn(f'LZ4_decompress_safe: {what} [incfs]', r.short)
 
 	def test_addition_in_the_report_fails_without_a_new_baseline(self):
 		for name, sym in (('function-added', 'fresh'), ('variable-added', 'extra'),
 				  ('nodebug-symbol-added', 'raw_fill')):
 			with self.subTest(name):
 				r = self.check(name)
-				self.assertFalse(r.breaks, r.summary())
+				self.assertFalse(r.breaks, r.short)
 				self.assertEqual([sym], r.added)
 				self.assertIn(UPDATE, self.fails(r))
 
-	def test_addition_in_the_crcs_fails_without_a_new_baseline(self):
-		r = self.check('unchanged', {**self.CRCS, 'LZ4_compress_fast': '0x1'})
-		self.assertFalse(r.breaks, r.summary())
+	def test_addition_in_the_symvers_fails_without_a_new_baseline(self):
+		new = {**self.EXPORTS, 'LZ4_compress_fast': Export('0x1', 'vmlinux',
+								    'EXPORT_SYMBOL', '')}
+		r = self.check('unchanged', new)
+		self.assertFalse(r.breaks, r.short)
 		self.assertEqual(['LZ4_compress_fast'], r.added)
 		self.assertIn(UPDATE, self.fails(r))
 
@@ -102,13 +171,29 @@ class VerdictTest(unittest.TestCase):
 		r = self.check('combined')
 		self.assertIn(BREAK, self.fails(r))
 		self.assertEqual(['extra', 'fresh', 'raw_fill'], r.added)
+		lines = r.short.splitlines()
+		self.assertLess(lines.index('types:'), lines.index('symbols:'))
+		labels = [ln.split()[0] for ln in lines[lines.index('symbols:') + 1:]
+			  if ln.startswith('  ') and not ln.startswith('   ')]
+		self.assertEqual(sorted(labels, key=lambda s: s != 'BREAK'), labels)
+
+	def test_recorded_break_passes_and_others_still_fail(self):
+		r = self.check('struct-member-added')
+		[c] = r.of('type')
+		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+			'2026-12-03', 'point grows for the z axis', '6.12.118-gki', (c.key,)))
+		r = self.check('struct-member-added')
+		self.assertIsNone(verdict(r), r.short)
+		self.assertIn('ALLOWED   struct point', r.short)
+		self.assertIn('(recorded 2026-12-03: point grows for the z axis)', r.short)
+		r = self.check('struct-member-resized')	# struct point, another change
+		self.assertIn(BREAK, self.fails(r))
 
 	def test_unclassified_report_fails_and_is_printed_whole(self):
 		r = self.check('soname-changed')
-		self.assertFalse(r.breaks)
 		self.assertIn('cannot classify', self.fails(r))
 		for line in recorded('soname-changed')[1].splitlines():
-			self.assertIn(line, r.summary())
+			self.assertIn(line, abi.summary(r))
 		self.assertIn("SONAME changed from 'libfixture.so.1' to 'libfixture.so.2'",
 			      r.report.read_text())
 

@@ -1,0 +1,250 @@
+# SPDX-License-Identifier: GPL-2.0
+"""What differs between the KMI baseline and a build, change by change.
+
+Two sources see the KMI: libabigail's report (types; abidiff.py) and
+Module.symvers (each KMI symbol's CRC, export kind and namespace; it also
+covers in-tree modules, which libabigail cannot read here).  Both become
+one list of Change records, each counted once: a break, a change that needs
+approval (an enum's enumerators), or an addition.  A change recorded in
+abi/allowed_breaks (abi_breaks.py) no longer fails the gate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Mapping
+
+import abi_breaks
+import abidiff
+from util import GkiError
+
+BREAK, APPROVAL, ADDITION = 'BREAK', 'APPROVAL', 'ADDED'
+SEVERITY = {'type': BREAK, 'symbol': BREAK, 'crc': BREAK, 'removed': BREAK,
+	    'export': BREAK, 'unclassified': BREAK, 'enum': APPROVAL, 'added': ADDITION}
+
+
+@dataclasses.dataclass(frozen=True)
+class Export:
+	"""One symbol's line of Module.symvers."""
+	crc: str
+	module: str
+	kind: str		# EXPORT_SYMBOL or EXPORT_SYMBOL_GPL
+	namespace: str		# '' outside a symbol namespace
+
+	def line(self, symbol: str) -> str:
+		return f'{self.crc}\t{symbol}\t{self.module}\t{self.kind}\t{self.namespace}\n'
+
+
+def read_symvers(path: Path) -> dict[str, Export]:
+	"""symbol -> Export from a Module.symvers (or the baseline's copy)."""
+	out = {}
+	for n, line in enumerate(path.read_text().splitlines(), 1):
+		cols = line.split('\t')
+		if len(cols) != 5:
+			raise GkiError(f'{path}:{n}: expected crc, symbol, module, export kind and '
+				       'namespace (a baseline from before export kinds were kept: run '
+				       './build/gki abi update)')
+		out[cols[1]] = Export(cols[0], cols[2], cols[3], cols[4])
+	return out
+
+
+def write_symvers(path: Path, exports: Mapping[str, Export]) -> None:
+	path.write_text(''.join(e.line(s) for s, e in sorted(exports.items())))
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+	"""One difference between the baseline and a build.  key (kind, name,
+	what) is what abi/allowed_breaks records, so it holds no count that
+	moves when the lists grow."""
+	kind: str			# a key of SEVERITY
+	name: str			# the type ('struct foo') or the symbol
+	what: str			# one line: what changed, old -> new
+	reaches: tuple[str, ...] = ()	# KMI symbols it reaches (a type's interfaces)
+	cause: str = ''			# why, when the change itself does not say
+
+	@property
+	def severity(self) -> str:
+		return SEVERITY[self.kind]
+
+	@property
+	def key(self) -> str:
+		return f'{self.kind} {self.name}: {self.what}'
+
+
+# The first line of a leaf block: a type, a function or a variable.
+_TYPE_HEAD = re.compile(r"'(?P<decl>.+?)(?: at [^']*)?' changed:")
+_FUNC_HEAD = re.compile(r"\[C\] 'function [^']*?(?P<name>[\w.$]+)\(.*' (?:at \S+ )?"
+			r'has some sub-type changes:')
+_VAR_HEAD = re.compile(r"\[C\] '[^']*?(?P<name>[\w.$]+)(?:\[\d*\])*' (?:was changed|.* at )")
+_CRC = re.compile(r'CRC \(modversions\) changed from (\S+) to (\S+)')
+_IMPACT = re.compile(r'(?:(\d+)|one) impacted interfaces?:')
+_NOISE = ('details were reported earlier', "type size hasn't changed")
+WHAT_MAX = 160
+# A type block whose details abidiff gave with the symbol of that type.
+ELSEWHERE = 'changed (details under another entry of report.txt)'
+
+
+def interface_symbol(decl: str) -> str | None:
+	"""The symbol of an impacted-interface line: 'function int f(int)' or
+	'kmem_buckets kmalloc_caches[3]'."""
+	if decl.startswith('function '):
+		m = re.search(r'([\w.$]+)\(', decl)
+	else:
+		m = re.search(r'([\w.$]+)(?:\[\d*\])*$', decl)
+	return m.group(1) if m else None
+
+
+def _split_block(block: str) -> tuple[str, list[str], list[str]]:
+	"""(head, detail lines, impacted interfaces) of one leaf block."""
+	lines = block.splitlines()
+	details: list[str] = []
+	impacted: list[str] = []
+	depth = None
+	for line in lines[1:]:
+		indent = len(line) - len(line.lstrip(' '))
+		if depth is not None and indent > depth:
+			impacted.append(line.strip())
+			continue
+		depth = None
+		if _IMPACT.fullmatch(line.strip()):
+			depth = indent
+		elif line.strip() and line.strip() not in _NOISE:
+			details.append(line.strip())
+	return lines[0].strip(), details, impacted
+
+
+def _what(details: list[str]) -> str:
+	text = '; '.join(d.rstrip(':') for d in details) or ELSEWHERE
+	return text if len(text) <= WHAT_MAX else text[:WHAT_MAX - 3] + '...'
+
+
+def block_change(block: str) -> Change:
+	"""The Change of one of abidiff's leaf blocks.  A [C] block that only
+	says the CRC changed is a 'crc' change (the CRC table has it too, so
+	it is counted once); an unknown first line is 'unclassified'."""
+	head, details, impacted = _split_block(block)
+	reaches = tuple(sorted({s for d in impacted if (s := interface_symbol(d))}))
+	if m := _TYPE_HEAD.fullmatch(head):
+		decl = m.group('decl')
+		return Change('enum' if decl.startswith('enum ') else 'type', decl,
+			      _what(details), reaches)
+	m = _FUNC_HEAD.fullmatch(head) or _VAR_HEAD.match(head)
+	if not m:
+		return Change('unclassified', head, 'a leaf change the gate cannot name')
+	name = m.group('name')
+	crcs = [c for d in details if (c := _CRC.fullmatch(d))]
+	rest = [d for d in details if not _CRC.fullmatch(d)]
+	if crcs and not rest:
+		return Change('crc', name, f'CRC {crcs[0].group(1)} -> {crcs[0].group(2)}')
+	return Change('symbol', name, _what(rest), tuple(sorted({name, *reaches})))
+
+
+def _export_what(old: Export, new: Export) -> str | None:
+	parts = []
+	if old.kind != new.kind:
+		parts.append(f'{old.kind} -> {new.kind}')
+	if old.namespace != new.namespace:
+		parts.append(f"namespace '{old.namespace}' -> '{new.namespace}'")
+	return '; '.join(parts) or None
+
+
+def changes(rep: abidiff.Report, old: Mapping[str, Export],
+	    new: Mapping[str, Export]) -> list[Change]:
+	"""Every change, once: abidiff's leaf blocks and entries merged with the
+	Module.symvers tables (either alone catches a removal or an addition;
+	only the tables see in-tree modules' CRCs, kinds and namespaces)."""
+	out: dict[tuple[str, str], Change] = {}
+	for block in rep.changed:
+		c = block_change(block)
+		out.setdefault((c.kind, c.name), c)
+	for s in sorted((set(old) - set(new)) | set(rep.removed)):
+		out[('removed', s)] = Change('removed', s, 'no longer exported', (s,))
+	for s in sorted((set(new) - set(old)) | set(rep.added)):
+		out[('added', s)] = Change('added', s, 'newly exported', (s,))
+	for s in sorted(set(old) & set(new)):
+		if old[s].crc != new[s].crc:
+			out[('crc', s)] = Change('crc', s, f'CRC {old[s].crc} -> {new[s].crc}', (s,))
+		if (what := _export_what(old[s], new[s])):
+			out[('export', s)] = Change('export', s, what, (s,))
+	for why in rep.unclassified:
+		out[('unclassified', why)] = Change('unclassified', 'report', why)
+	return _with_causes(list(out.values()))
+
+
+def _with_causes(found: list[Change]) -> list[Change]:
+	"""A CRC change's cause: the type and symbol changes that reach the
+	symbol, or, when none does, a declaration only genksyms sees."""
+	reached: dict[str, list[str]] = {}
+	for c in found:
+		if c.kind in ('type', 'enum', 'symbol'):
+			for s in c.reaches:
+				reached.setdefault(s, []).append(c.name)
+	out = []
+	for c in found:
+		if c.kind == 'crc':
+			causes = reached.get(c.name)
+			cause = (f'reached by {", ".join(sorted(set(causes)))}' if causes else
+				 'no type change reaches it: genksyms saw another declaration '
+				 '(a type defined or made opaque where the symbol is exported)')
+			c = dataclasses.replace(c, reaches=(c.name,), cause=cause)
+		out.append(c)
+	return out
+
+
+@dataclasses.dataclass
+class Result:
+	changes: list[Change]
+	report: Path			# report.txt
+	abidiff_report: str = ''	# printed whole when some of it is unclassified
+	allowed: dict[str, abi_breaks.Record] = dataclasses.field(default_factory=dict)
+	short: str = ''			# report.short's text (abi_short.py)
+
+	def of(self, *kinds: str) -> list[Change]:
+		return [c for c in self.changes if c.kind in kinds]
+
+	@property
+	def removed(self) -> list[str]:
+		return sorted(c.name for c in self.of('removed'))
+
+	@property
+	def added(self) -> list[str]:
+		return sorted(c.name for c in self.of('added'))
+
+	@property
+	def crc_changed(self) -> list[str]:
+		return sorted(c.name for c in self.of('crc'))
+
+	@property
+	def unclassified(self) -> list[str]:
+		return [c.what for c in self.of('unclassified')]
+
+	def pending(self, severity: str) -> list[Change]:
+		"""Changes of that severity abi/allowed_breaks does not record."""
+		return [c for c in self.changes if c.severity == severity and c.key not in self.allowed]
+
+	@property
+	def breaks(self) -> bool:
+		return bool(self.pending(BREAK))
+
+
+def verdict(res: Result) -> str | None:
+	"""Why the gate fails the build, or None when it passes.  A break fails;
+	so does an enum change until it is approved, and an addition: a symbol
+	list and the baseline move together in one change, so a grown list
+	without a new baseline is not releasable; and so does a report the
+	gate could not read.  Recorded breaks pass."""
+	if res.unclassified:
+		return ('abidiff reported changes the ABI gate cannot classify, so it fails closed '
+			'(the raw report is above)')
+	if res.breaks:
+		return 'the KMI differs from the baseline in abi/ (see above)'
+	if res.pending(APPROVAL):
+		return ('an enum of the KMI changed; that needs approval: if it is safe for every '
+			'vendor, record it with ./build/gki abi update --accept-break "REASON"')
+	if res.added:
+		return ('the symbol lists grew but the baseline in abi/ did not: run '
+			'./build/gki abi update and commit abi/ with the lists')
+	return None

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: GPL-2.0
+"""'abi update' as a reviewed step and abi/allowed_breaks, on recorded abidiff reports (abidw and abidiff replaced
+as in test_abi_verdict.py): an update takes additions, refuses a break or
+an enum change without a reason and records one given with a reason."""
+
+from __future__ import annotations
+
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+import context  # noqa: F401 (sets the import path)
+import abi
+import abi_breaks
+import abidiff
+from abi_changes import Export, Result, read_symvers, verdict, write_symvers
+from test_abi_report import recorded
+from util import GkiError
+
+LISTS = {'incfs': {'LZ4_compress_fast', 'LZ4_decompress_safe', 'init_uts_ns'},
+	 'core': {'module_layout'}}
+OLD = {'LZ4_decompress_safe': Export('0xc7c1107a', 'vmlinux', 'EXPORT_SYMBOL', ''),
+       'init_uts_ns': Export('0xb72a650c', 'vmlinux', 'EXPORT_SYMBOL_GPL', '')}
+NEW_CRC = {**OLD, 'LZ4_decompress_safe': Export('0x329f0514', 'vmlinux', 'EXPORT_SYMBOL', '')}
+ADDED = {**OLD, 'LZ4_compress_fast': Export('0x12345678', 'vmlinux', 'EXPORT_SYMBOL', '')}
+META = {'kernel_release': '6.12.118-gki', 'toolchain': {'clang': '19.1.7', 'ld.lld': '19.1.7'}}
+TODAY = '2026-12-03'
+
+
+class UpdateTest(unittest.TestCase):
+	def setUp(self):
+		tmp = tempfile.TemporaryDirectory()
+		self.addCleanup(tmp.cleanup)
+		self.dir = Path(tmp.name)
+		self.abi = self.dir / 'abi'
+		self.abi.mkdir()
+		(self.abi / abi.BASELINE).write_text('<abi-corpus/>\n')
+		write_symvers(self.abi / abi.SYMVERS, OLD)
+		self.out = self.dir / 'out'
+
+	def run_update(self, record: str, exports: dict[str, Export],
+		       accept: str | None = None) -> Result | None:
+		"""abi.update against abidiff's record; the 'new baseline' abidw
+		would write is a marker naming the record."""
+		new = self.dir / 'Module.symvers'
+		write_symvers(new, exports)
+
+		def fake_dump(vmlinux, symbols, out):
+			out.parent.mkdir(parents=True, exist_ok=True)
+			out.write_text(f'<abi-corpus of="{record}"/>\n')
+		with mock.patch.object(abidiff, 'dump', side_effect=fake_dump), \
+		     mock.patch.object(abidiff, 'diff', return_value=recorded(record)), \
+		     mock.patch('builtins.print'):
+			return abi.update(self.abi, self.dir / 'vmlinux', new, LISTS, META, self.out,
+					  accept, TODAY)
+
+	def assert_baseline_untouched(self):
+		self.assertEqual('<abi-corpus/>\n', (self.abi / abi.BASELINE).read_text())
+		self.assertEqual(OLD, read_symvers(self.abi / abi.SYMVERS))
+		self.assertFalse((self.abi / abi_breaks.FILE).exists())
+
+	def test_additions_are_taken_without_a_reason(self):
+		r = self.run_update('unchanged', ADDED)
+		self.assertEqual(['LZ4_compress_fast'], r.added)
+		self.assertEqual(ADDED, read_symvers(self.abi / abi.SYMVERS))
+		self.assertIn('unchanged', (self.abi / abi.BASELINE).read_text())
+		self.assertFalse((self.abi / abi_breaks.FILE).exists())
+		msg = (self.out / abi.COMMIT_MSG).read_text()
+		self.assertIn('Adds 1 symbol(s) to the KMI: LZ4_compress_fast.', msg)
+		self.assertIn('    abi update: 0 type change(s), 1 symbol change(s)', msg)
+
+	def test_a_break_is_refused_without_a_reason(self):
+		for record, exports in (('kernel-parameter-type-changed', NEW_CRC),
+					('unchanged', NEW_CRC), ('function-removed', OLD)):
+			with self.subTest(record):
+				with self.assertRaisesRegex(GkiError, '--accept-break "REASON"'):
+					self.run_update(record, exports)
+				self.assert_baseline_untouched()
+				self.assertIn('BREAK', (self.out / abi.SHORT).read_text())
+
+	def test_an_enum_change_is_refused_without_a_reason(self):
+		with self.assertRaisesRegex(GkiError, 'need approval'):
+			self.run_update('enum-enumerator-added', OLD)
+		self.assert_baseline_untouched()
+
+	def test_an_empty_reason_is_refused(self):
+		with self.assertRaisesRegex(GkiError, 'needs a reason'):
+			self.run_update('kernel-parameter-type-changed', NEW_CRC, '  ')
+		self.assert_baseline_untouched()
+
+	def test_a_break_with_a_reason_is_recorded_and_then_honoured(self):
+		why = 'LZ4 takes long sizes; every vendor module rebuilt for 2027.1'
+		r = self.run_update('kernel-parameter-type-changed', NEW_CRC, why)
+		self.assertEqual(NEW_CRC, read_symvers(self.abi / abi.SYMVERS))
+		records = abi_breaks.load(self.abi)
+		self.assertEqual({c.key for c in r.changes}, set(records))
+		rec = next(iter(records.values()))
+		self.assertEqual((TODAY, why, '6.12.118-gki'), (rec.when, rec.why, rec.release))
+		self.assertIn(why, (self.out / abi.COMMIT_MSG).read_text())
+		self.assertIn('[[break]]', (self.abi / abi_breaks.FILE).read_text())
+		# The same break against the old baseline (a rebase, a cherry-pick)
+		# now passes; another break does not.
+		write_symvers(self.abi / abi.SYMVERS, OLD)
+		again = self.run_update('kernel-parameter-type-changed', NEW_CRC)
+		self.assertIsNone(verdict(again), again.short)
+		self.assertIn('ALLOWED', again.short)
+		with self.assertRaises(GkiError):
+			self.run_update('struct-member-added', OLD)
+
+	def test_first_baseline_needs_no_comparison(self):
+		for f in self.abi.iterdir():
+			f.unlink()
+		self.assertIsNone(self.run_update('unchanged', OLD))
+		self.assertEqual(OLD, read_symvers(self.abi / abi.SYMVERS))
+		self.assertIn('add the KMI baseline', (self.out / abi.COMMIT_MSG).read_text())
+
+
+class AllowedBreaksTest(unittest.TestCase):
+	def test_a_malformed_file_fails_instead_of_allowing(self):
+		with tempfile.TemporaryDirectory() as d:
+			path = Path(d) / abi_breaks.FILE
+			for text in ('[[break]]\nwhen = "2026-12-03"\n', 'changes = [\n'):
+				with self.subTest(text):
+					path.write_text(text)
+					with self.assertRaisesRegex(GkiError, 'allowed_breaks'):
+						abi_breaks.load(Path(d))
+
+	def test_quotes_and_backslashes_round_trip(self):
+		with tempfile.TemporaryDirectory() as d:
+			rec = abi_breaks.Record(TODAY, 'a "quoted" \\ reason', 'r',
+						("type struct a: 'x' -> \"y\"",))
+			abi_breaks.append(Path(d), rec)
+			abi_breaks.append(Path(d), abi_breaks.Record(TODAY, 'second', 'r', ('crc b: 1',)))
+			got = abi_breaks.load(Path(d))
+			self.assertEqual(rec, got["type struct a: 'x' -> \"y\""])
+			self.assertEqual('second', got['crc b: 1'].why)
+
+
+if __name__ == '__main__':
+	unittest.main()
