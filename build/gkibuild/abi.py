@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """The ABI gate: the baseline in abi/, the check of a build against it, the
-reviewed baseline update.
+reviewed baseline update, and abi.prop.
 
 The check dumps vmlinux, runs abidiff (abidiff.py), merges its report with
 the Module.symvers tables into Change records (abi_changes.py) and writes
@@ -27,6 +27,7 @@ META = 'gki.json'		# what the baseline came from
 REPORT = 'report.txt'		# abidiff's whole report, after one line per change
 SHORT = 'report.short'		# one line per change (abi_short.py)
 COMMIT_MSG = 'commit-message.txt'	# written by update for the change that commits abi/
+PROP = 'abi.prop'		# Kleaf's summary of the KMI, in the dist folder
 CONSOLE_LINES = 40		# of report.short printed by a build
 
 
@@ -136,3 +137,32 @@ def commit_message(res: Result | None, accept_break: str | None, release: str) -
 	short = ''.join(f'    {ln}\n' for ln in res.short.splitlines())
 	return ('ANDROID: GKI: update the KMI baseline\n\n' + '\n\n'.join(body)
 		+ f'\n\nShort report (./build/gki abi update, {release}):\n\n{short}')
+
+
+def write_prop(dist: Path, lists: Mapping[str, set[str]], enforced: bool,
+	       meta: Mapping[str, object]) -> Path:
+	"""abi.prop, as Kleaf writes it, and the flattened list it names
+	(abi_symbollist, Android's format; .raw: one symbol per line)."""
+	symbols = set().union(*lists.values())
+	raw = ''.join(s + '\n' for s in sorted(symbols, key=lambda s: (s.lower(), s)))
+	(dist / 'abi_symbollist.raw').write_text(raw)
+	(dist / 'abi_symbollist').write_text(
+		'[abi_symbol_list]\n' + ''.join('  ' + s + '\n' for s in raw.split()))
+	tools = meta.get('toolchain', {})
+	toolchain = ' '.join(f'{k}-{v}' for k, v in sorted(tools.items())) \
+		if isinstance(tools, dict) else str(tools)
+	props = {
+		'KMI_DEFINITION': f'abi/{BASELINE}',
+		'KMI_SYMVERS': f'abi/{SYMVERS}',
+		'KMI_MONITORED': '1',
+		'KMI_ENFORCED': '1' if enforced else '0',
+		'KMI_SYMBOL_LIST': 'abi_symbollist',
+		'KMI_SYMBOL_LISTS': ' '.join(f'symbol_lists/{n}' for n in sorted(lists)),
+		'KMI_SYMBOL_LIST_SHA256': list_digest(symbols),
+		'KERNEL_BINARY': 'vmlinux',
+		'KERNEL_RELEASE': str(meta.get('kernel_release', '')),
+		'TOOLCHAIN': toolchain,
+	}
+	path = dist / PROP
+	path.write_text(''.join(f'{k}={v}\n' for k, v in props.items()))
+	return path

@@ -26,11 +26,15 @@ from layout import VARIANTS, Layout, Variant, variants  # noqa: E402
 from util import GkiError, StageTimer, die, info, mtimes, rebuilt, sha256_file  # noqa: E402
 
 
+ENFORCED_ENV = 'GKI_KMI_ENFORCED'
+
+
 def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 	  use_ccache: bool = True, abi_check: bool = True) -> dict[str, Path]:
 	"""All stages for each variant; the release variant's KMI is checked
 	against the baseline in abi/ unless abi_check is off."""
 	timer = StageTimer()
+	enforced = kmi_enforced()
 	env = toolchain.hermetic_env(use_ccache)
 	with timer.stage('toolchain'):
 		versions = toolchain.check(env)
@@ -72,21 +76,35 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 				'stage_seconds': timer.timings,
 			}
 			dists[v.name] = dist.assemble(k, headers, ext, tools, manifest)
+		if v.name == 'release':
+			abi.write_prop(dists[v.name], lists, enforced, manifest)
 		if v.name == 'release' and abi_check:
 			with timer.stage('abi-check', v.name):
 				res = abi.check(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
 						lists, dists[v.name] / 'abi')
 			print(abi.summary(res), flush=True)
-			abi_gate(res)
+			abi_gate(res, enforced)
 	info('dist: ' + ', '.join(str(p) for p in dists.values()))
 	return dists
 
 
-def abi_gate(res: abi.Result) -> None:
-	"""Fail the build on the check's verdict."""
+def kmi_enforced() -> bool:
+	"""GKI_KMI_ENFORCED=0 lets a bring-up branch build past a KMI break (the
+	gate still reports it, and abi.prop says KMI_ENFORCED=0); enforced
+	otherwise."""
+	value = os.environ.get(ENFORCED_ENV, '1')
+	if value not in ('0', '1'):
+		raise GkiError(f'{ENFORCED_ENV}={value!r}: expected 0 or 1')
+	return value == '1'
+
+
+def abi_gate(res: abi.Result, enforced: bool) -> None:
+	"""Fail the build on the check's verdict, or, not enforced, say it."""
 	failure = verdict(res)
-	if failure:
+	if failure and enforced:
 		raise GkiError(failure)
+	if failure:
+		info(f'KMI not enforced ({ENFORCED_ENV}=0), so the build goes on: {failure}')
 
 
 def stale_lists(layout: Layout, k: Kernel, env: dict[str, str]) -> list[str]:

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
-"""'abi update' as a reviewed step and abi/allowed_breaks, on recorded abidiff reports (abidw and abidiff replaced
+"""'abi update' as a reviewed step, abi/allowed_breaks, abi.prop and
+GKI_KMI_ENFORCED, on recorded abidiff reports (abidw and abidiff replaced
 as in test_abi_verdict.py): an update takes additions, refuses a break or
 an enum change without a reason and records one given with a reason."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 import unittest
 from pathlib import Path
@@ -14,7 +16,8 @@ import context  # noqa: F401 (sets the import path)
 import abi
 import abi_breaks
 import abidiff
-from abi_changes import Export, Result, read_symvers, verdict, write_symvers
+import main
+from abi_changes import Change, Export, Result, read_symvers, verdict, write_symvers
 from test_abi_report import recorded
 from util import GkiError
 
@@ -135,6 +138,48 @@ class AllowedBreaksTest(unittest.TestCase):
 			got = abi_breaks.load(Path(d))
 			self.assertEqual(rec, got["type struct a: 'x' -> \"y\""])
 			self.assertEqual('second', got['crc b: 1'].why)
+
+
+class PropTest(unittest.TestCase):
+	def test_abi_prop_and_the_flattened_list(self):
+		with tempfile.TemporaryDirectory() as d:
+			dist = Path(d)
+			abi.write_prop(dist, LISTS, False, META)
+			props = dict(ln.split('=', 1) for ln in (dist / abi.PROP).read_text().splitlines())
+			self.assertEqual('0', props['KMI_ENFORCED'])
+			self.assertEqual('abi/gki.xml', props['KMI_DEFINITION'])
+			self.assertEqual('symbol_lists/core symbol_lists/incfs', props['KMI_SYMBOL_LISTS'])
+			self.assertEqual('6.12.118-gki', props['KERNEL_RELEASE'])
+			self.assertEqual('clang-19.1.7 ld.lld-19.1.7', props['TOOLCHAIN'])
+			self.assertEqual(abi.list_digest(set().union(*LISTS.values())),
+					 props['KMI_SYMBOL_LIST_SHA256'])
+			self.assertEqual('init_uts_ns\nLZ4_compress_fast\nLZ4_decompress_safe\nmodule_layout\n',
+					 (dist / 'abi_symbollist.raw').read_text())
+			self.assertTrue((dist / 'abi_symbollist').read_text().startswith(
+				'[abi_symbol_list]\n  init_uts_ns\n'))
+
+
+class EnforcementTest(unittest.TestCase):
+	def result(self) -> Result:
+		return Result([Change('removed', 'gone', 'no longer exported', ('gone',))],
+				  Path('report.txt'))
+
+	def test_enforced_by_default_and_refusing_other_values(self):
+		with mock.patch.dict(os.environ, clear=True):
+			self.assertTrue(main.kmi_enforced())
+		for value, want in (('1', True), ('0', False)):
+			with mock.patch.dict(os.environ, {main.ENFORCED_ENV: value}):
+				self.assertEqual(want, main.kmi_enforced())
+		with mock.patch.dict(os.environ, {main.ENFORCED_ENV: 'no'}):
+			with self.assertRaisesRegex(GkiError, 'expected 0 or 1'):
+				main.kmi_enforced()
+
+	def test_not_enforced_reports_without_failing(self):
+		with self.assertRaisesRegex(GkiError, 'differs from the baseline'):
+			main.abi_gate(self.result(), True)
+		with mock.patch('builtins.print') as out:
+			main.abi_gate(self.result(), False)
+		self.assertIn('KMI not enforced', str(out.call_args))
 
 
 if __name__ == '__main__':
