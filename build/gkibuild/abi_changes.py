@@ -83,6 +83,7 @@ _CRC = re.compile(r'CRC \(modversions\) changed from (\S+) to (\S+)')
 _IMPACT = re.compile(r'(?:(\d+)|one) impacted interfaces?:')
 _NOISE = ('details were reported earlier', "type size hasn't changed")
 WHAT_MAX = 160
+CAUSES_SHOWN = 2	# a CRC change names this many of the changes reaching it
 # A type block whose details abidiff gave with the symbol of that type.
 ELSEWHERE = 'changed (details under another entry of report.txt)'
 
@@ -185,8 +186,9 @@ def _with_causes(found: list[Change]) -> list[Change]:
 	out = []
 	for c in found:
 		if c.kind == 'crc':
-			causes = reached.get(c.name)
-			cause = (f'reached by {", ".join(sorted(set(causes)))}' if causes else
+			causes = sorted(set(reached.get(c.name, ())))
+			more = f' and {len(causes) - CAUSES_SHOWN} more' if len(causes) > CAUSES_SHOWN else ''
+			cause = (f'reached by {", ".join(causes[:CAUSES_SHOWN])}{more}' if causes else
 				 'no type change reaches it: genksyms saw another declaration '
 				 '(a type defined or made opaque where the symbol is exported)')
 			c = dataclasses.replace(c, reaches=(c.name,), cause=cause)

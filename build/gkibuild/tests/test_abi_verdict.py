@@ -19,6 +19,8 @@ import abidiff
 from abi_changes import Export, verdict, write_symvers
 from test_abi_report import recorded
 
+RELEASES = Path(__file__).resolve().parent / 'abi_releases'
+
 BREAK = 'the KMI differs from the baseline'
 UPDATE = './build/gki abi update'
 APPROVAL = 'needs approval'
@@ -196,6 +198,51 @@ class VerdictTest(unittest.TestCase):
 			self.assertIn(line, abi.summary(r))
 		self.assertIn("SONAME changed from 'libfixture.so.1' to 'libfixture.so.2'",
 			      r.report.read_text())
+
+
+class PointReleaseTest(unittest.TestCase):
+	"""A real case: Debian's linux-source-6.12 6.12.111 built with today's
+	series and config against the 6.12.118 baseline (abi_releases/: the
+	abidiff report and both KMI symvers, recorded with today's flags).
+	abidiff finds 11 changed structs and 88 changed CRCs; the old console
+	summary said '99 type change(s)' and named none of the structs."""
+
+	STRUCTS = ['bus_type', 'device_type', 'folio_queue', 'io_ring_ctx', 'irqaction',
+		   'mm_struct', 'net_device', 'proto_ops', 'rq', 'sock', 'tty_struct']
+
+	def setUp(self):
+		tmp = tempfile.TemporaryDirectory()
+		self.addCleanup(tmp.cleanup)
+		d = Path(tmp.name)
+		(d / 'abi').mkdir()
+		(d / 'abi' / abi.BASELINE).write_text('<abi-corpus/>\n')
+		(d / 'abi' / abi.SYMVERS).write_bytes((RELEASES / '6.12.118.symvers').read_bytes())
+		report = (int((RELEASES / '6.12.111.rc').read_text()),
+			  (RELEASES / '6.12.111.report').read_text())
+		with mock.patch.object(abidiff, 'dump'), \
+		     mock.patch.object(abidiff, 'diff', return_value=report):
+			self.r = abi.check(d / 'abi', d / 'vmlinux', RELEASES / '6.12.111.symvers',
+					   LISTS, d)
+
+	def test_short_report_leads_with_the_structs(self):
+		lines = self.r.short.splitlines()
+		self.assertIn('11 type change(s), 89 symbol change(s): 100 break(s)', lines[0])
+		self.assertEqual('types:', lines[1])
+		self.assertEqual([f'struct {s}' for s in self.STRUCTS],
+				 [ln.split()[1].rstrip(':') + ' ' + ln.split()[2].rstrip(':')
+				  for ln in lines[2:13]])
+		self.assertIn("struct proto_ops: type size changed from 1792 to 1728 (in bits)",
+			      lines[9])
+		self.assertIn('[reaches 97 KMI symbols: ', lines[2])
+		self.assertEqual('symbols:', lines[13])
+
+	def test_crc_only_blocks_are_crc_changes_counted_once(self):
+		self.assertEqual(88, len(self.r.of('crc')))
+		self.assertEqual(['platform_bus_type'], [c.name for c in self.r.of('symbol')])
+		crc = {c.name: c for c in self.r.of('crc')}['__folio_put']
+		self.assertEqual('CRC 0x1da5e377 -> 0x7fd81a60', crc.what)
+		self.assertEqual('reached by struct bus_type, struct device_type and 9 more',
+				 crc.cause)
 
 
 if __name__ == '__main__':
