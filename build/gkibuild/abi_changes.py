@@ -80,6 +80,7 @@ _FUNC_HEAD = re.compile(r"\[C\] 'function [^']*?(?P<name>[\w.$]+)\(.*' (?:at \S+
 			r'has some sub-type changes:')
 _VAR_HEAD = re.compile(r"\[C\] '[^']*?(?P<name>[\w.$]+)(?:\[\d*\])*' (?:was changed|.* at )")
 _CRC = re.compile(r'CRC \(modversions\) changed from (\S+) to (\S+)')
+_NAMESPACE = re.compile(r'namespace changed from .+ to .+')
 _IMPACT = re.compile(r'(?:(\d+)|one) impacted interfaces?:')
 _NOISE = ('details were reported earlier', "type size hasn't changed")
 WHAT_MAX = 160
@@ -124,8 +125,9 @@ def _what(details: list[str]) -> str:
 
 def block_change(block: str) -> Change:
 	"""The Change of one of abidiff's leaf blocks.  A [C] block that only
-	says the CRC changed is a 'crc' change (the CRC table has it too, so
-	it is counted once); an unknown first line is 'unclassified'."""
+	says the CRC or the namespace changed is a 'crc' or 'export' change
+	(Module.symvers has it too, so it is counted once); an unknown first
+	line is 'unclassified'."""
 	head, details, impacted = _split_block(block)
 	reaches = tuple(sorted({s for d in impacted if (s := interface_symbol(d))}))
 	if m := _TYPE_HEAD.fullmatch(head):
@@ -137,10 +139,13 @@ def block_change(block: str) -> Change:
 		return Change('unclassified', head, 'a leaf change the gate cannot name')
 	name = m.group('name')
 	crcs = [c for d in details if (c := _CRC.fullmatch(d))]
-	rest = [d for d in details if not _CRC.fullmatch(d)]
-	if crcs and not rest:
+	namespaces = [d for d in details if _NAMESPACE.fullmatch(d)]
+	rest = [d for d in details if not (_CRC.fullmatch(d) or _NAMESPACE.fullmatch(d))]
+	if rest:
+		return Change('symbol', name, _what(rest), tuple(sorted({name, *reaches})))
+	if crcs:
 		return Change('crc', name, f'CRC {crcs[0].group(1)} -> {crcs[0].group(2)}')
-	return Change('symbol', name, _what(rest), tuple(sorted({name, *reaches})))
+	return Change('export', name, _what(namespaces))
 
 
 def _export_what(old: Export, new: Export) -> str | None:

@@ -76,6 +76,9 @@ EXPECTED = {
 	'kernel-struct-resized': Expect(4, changed=(
 		f'[C] {UTS}', "'struct uts_namespace at utsname.h:24:1' changed:")),
 	'kernel-asm-export-removed': Expect(12, removed=('__arch_copy_from_user',)),
+	'kernel-namespace-added': Expect(4, changed=(
+		"[C] 'function int ___ratelimit(ratelimit_state*, const char*)' at ratelimit.c:27:1 "
+		'has some sub-type changes:',)),
 }
 
 

@@ -152,6 +152,20 @@ class VerdictTest(unittest.TestCase):
 				self.assertIn(BREAK, self.fails(r))
 				self.assertIn(f'LZ4_decompress_safe: {what} [incfs]', r.short)
 
+	def test_namespace_block_is_one_export_change(self):
+		"""abidiff reports a namespace change too; alone (a baseline whose
+		symvers missed it) or beside Module.symvers's, it is one change."""
+		old = {**self.EXPORTS, '___ratelimit': Export('0xf5edea2e', 'vmlinux',
+							       'EXPORT_SYMBOL', '')}
+		write_symvers(self.dir / 'abi' / abi.SYMVERS, old)
+		for new_ns in ('', 'GKI_TEST'):
+			with self.subTest(new_ns=new_ns):
+				new = Export('0xf5edea2e', 'vmlinux', 'EXPORT_SYMBOL', new_ns)
+				r = self.check('kernel-namespace-added', {**old, '___ratelimit': new})
+				[c] = r.changes
+				self.assertEqual(('export', '___ratelimit'), (c.kind, c.name))
+				self.assertIn(BREAK, self.fails(r))
+
 	def test_addition_in_the_report_fails_without_a_new_baseline(self):
 		for name, sym in (('function-added', 'fresh'), ('variable-added', 'extra'),
 				  ('nodebug-symbol-added', 'raw_fill')):

@@ -144,6 +144,8 @@ kernel_fixtures() {
 	kernel kernel-struct-resized \
 		"s/\(<class-decl name='uts_namespace' size-in-bits='\)[0-9]*'/\13520'/"
 	kernel kernel-asm-export-removed "/<elf-symbol name='__arch_copy_from_user' /d"
+	kernel kernel-namespace-added \
+		"s/\(<elf-symbol name='___ratelimit' .* crc='0x[0-9a-f]*'\)/\1 namespace='GKI_TEST'/"
 }
 
 main() {
