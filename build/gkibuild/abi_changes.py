@@ -187,7 +187,8 @@ def _with_causes(found: list[Change]) -> list[Change]:
 	for c in found:
 		if c.kind in ('type', 'enum', 'symbol'):
 			for s in c.reaches:
-				reached.setdefault(s, []).append(c.name)
+				own = c.kind == 'symbol' and s == c.name
+				reached.setdefault(s, []).append('its own signature' if own else c.name)
 	out = []
 	for c in found:
 		if c.kind == 'crc':

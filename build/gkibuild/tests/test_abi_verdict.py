@@ -111,7 +111,7 @@ class VerdictTest(unittest.TestCase):
 			      "to 'long int'", sym.what)
 		[crc] = r.of('crc')
 		self.assertEqual('CRC 0xc7c1107a -> 0x329f0514', crc.what)
-		self.assertEqual('reached by LZ4_decompress_safe', crc.cause)
+		self.assertEqual('reached by its own signature', crc.cause)
 
 	def test_crc_only_block_is_counted_once_with_its_cause(self):
 		new = {**self.EXPORTS, 'LZ4_decompress_safe': Export(
