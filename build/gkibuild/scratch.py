@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Scratch builds: a copy of the built release tree in which a change is
-made and rebuilt in seconds, for the ABI gate's own tests.
+made and rebuilt in seconds, for the ABI gate's own tests and for 'abi
+compare' (another source or compiler, built beside the real tree).
 
 The kernel's dependency files and command lines hold absolute paths, so a
 copy built where it lies would rebuild everything.  Instead the copy is
@@ -19,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
+import kconfig
 import kmi
 import toolchain
 from kernel import Kernel
@@ -60,15 +62,28 @@ class Scratch:
 		wl = self.obj / kmi.WHITELIST
 		kmi.write_whitelist(wl, set(wl.read_text().split()) | symbols)
 
-	def build(self, log: Path) -> None:
-		"""make Image and modules in the copy, seen at the real paths."""
+	def make(self, log: Path, *targets: str) -> None:
+		"""make targets in the copy, seen at the real paths."""
 		k = self.kernel
 		make = ['make', '-C', str(k.layout.src), f'O={k.obj}', f'-j{k.jobs}',
-			*toolchain.make_vars(k.env, k.layout.src, k.obj), 'Image', 'modules']
+			*toolchain.make_vars(k.env, k.layout.src, k.obj), *targets]
 		rc = run_at_real_paths([(self.src, k.layout.src), (self.obj, k.obj)], make,
 				       k.env, log)
 		if rc:
-			raise GkiError(f'scratch build failed; see {log}')
+			raise GkiError(f'scratch make {" ".join(targets)} failed; see {log}')
+
+	def build(self, log: Path) -> None:
+		"""make Image and modules in the copy."""
+		self.make(log, 'Image', 'modules')
+
+	def configure(self, log: Path) -> None:
+		"""The release configuration again, for a changed tree: the copy's
+		fragment over allnoconfig, olddefconfig, and every option of the
+		fragment verified, as kernel.py does."""
+		fragment = self.obj / 'gki.fragment'
+		self.make(log, f'KCONFIG_ALLCONFIG={self.kernel.obj / fragment.name}', 'allnoconfig')
+		self.make(log.with_suffix('.olddefconfig.log'), 'olddefconfig')
+		kconfig.verify(fragment.read_text(), self.obj / '.config')
 
 	def remove(self) -> None:
 		shutil.rmtree(self.root, ignore_errors=True)

@@ -73,16 +73,36 @@ def check_pin(pin: Pin, accept_update: bool, version: str | None = None,
 	return Source(pin.package, version, sha256, pinned, pin.tarball)
 
 
+def series(layout: Layout) -> list[patches.Entry]:
+	"""The patch series, each patch checked for its subject tag."""
+	pdir = layout.common / 'patches'
+	entries = patches.read_series(pdir / 'series')
+	for p in entries:
+		patches.check_subject(pdir / p.name)
+	return entries
+
+
+def extract_patched(layout: Layout, tarball: Path, tmp: Path, log: Path) -> Path:
+	"""tarball extracted into the empty folder tmp, with the series
+	applied; returns the tree (tmp's one top folder)."""
+	shutil.rmtree(tmp, ignore_errors=True)
+	tmp.mkdir(parents=True)
+	run_logged(['tar', '-xf', str(tarball), '-C', str(tmp)], log, what='tar')
+	tops = [d for d in tmp.iterdir() if d.is_dir()]
+	if len(tops) != 1:
+		raise GkiError(f'{tarball}: expected one top folder, found {len(tops)}')
+	patches.apply_series(tops[0], layout.common / 'patches', series(layout))
+	return tops[0]
+
+
 def prepare(layout: Layout, src: Source, log: Path) -> list[dict[str, str]]:
 	"""Extract a pristine tree and apply the series, unless the tree already
 	matches the tarball and the series.  Returns the applied patches."""
 	pdir = layout.common / 'patches'
-	series = patches.read_series(pdir / 'series')
-	for p in series:
-		patches.check_subject(pdir / p.name)
-	digest = sha256_text(src.sha256, *(p.name + (pdir / p.name).read_text() for p in series))
+	entries = series(layout)
+	digest = sha256_text(src.sha256, *(p.name + (pdir / p.name).read_text() for p in entries))
 	stamp = layout.src.parent / 'stamp.json'
-	applied = [{'name': p.name, 'subject': patches.subject(pdir / p.name)} for p in series]
+	applied = [{'name': p.name, 'subject': patches.subject(pdir / p.name)} for p in entries]
 	state = {'digest': digest, 'patches': applied}
 	try:
 		if json.loads(stamp.read_text())['digest'] == digest and layout.src.is_dir():
@@ -92,25 +112,19 @@ def prepare(layout: Layout, src: Source, log: Path) -> list[dict[str, str]]:
 
 	stamp.unlink(missing_ok=True)
 	tmp = layout.src.parent / 'extract.tmp'
-	shutil.rmtree(tmp, ignore_errors=True)
-	tmp.mkdir(parents=True)
-	run_logged(['tar', '-xf', str(src.tarball), '-C', str(tmp)], log, what='tar')
-	tops = [d for d in tmp.iterdir() if d.is_dir()]
-	if len(tops) != 1:
-		raise GkiError(f'{src.tarball}: expected one top folder, found {len(tops)}')
-	patches.apply_series(tops[0], pdir, series)
+	tree = extract_patched(layout, src.tarball, tmp, log)
 	if layout.src.is_dir():
 		# The tree the objects were built from: only what differs
 		# becomes newer than them (treesync.py says why).
-		stats = treesync.sync(tops[0], layout.src)
+		stats = treesync.sync(tree, layout.src)
 		info(f'source: {stats.summary()}')
 		with log.open('a') as f:
 			f.write(''.join(f'{kind} {rel}\n' for kind, rels in
 					(('changed', stats.changed), ('added', stats.added),
 					 ('removed', stats.removed)) for rel in rels))
 	else:
-		treesync.touch_all(tops[0])
-		tops[0].rename(layout.src)
+		treesync.touch_all(tree)
+		tree.rename(layout.src)
 	shutil.rmtree(tmp)
 	write_if_changed(stamp, json.dumps(state, indent=1).encode())
 	return applied

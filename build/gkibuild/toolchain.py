@@ -33,11 +33,16 @@ def ccache_dir() -> Path:
 	return Path(os.environ.get('GKI_CCACHE_DIR') or default)
 
 
-def hermetic_env(use_ccache: bool = True) -> dict[str, str]:
+def llvm_bin(major: int) -> Path:
+	return Path(f'/usr/lib/llvm-{major}/bin')
+
+
+def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR) -> dict[str, str]:
 	"""The whole environment of every compiler and make run: nothing from
-	the caller's environment leaks in."""
+	the caller's environment leaks in.  major: another Debian LLVM, for
+	'abi compare --toolchain' only."""
 	env = {
-		'PATH': f'{LLVM_BIN}:/usr/sbin:/usr/bin:/sbin:/bin',
+		'PATH': f'{llvm_bin(major)}:/usr/sbin:/usr/bin:/sbin:/bin',
 		'LC_ALL': 'C',
 		'TZ': 'UTC',
 		'HOME': '/nonexistent',
@@ -80,17 +85,17 @@ def _version(tool: str, env: dict[str, str]) -> str:
 	return '.'.join(m.groups())
 
 
-def check(env: dict[str, str]) -> dict[str, str]:
-	"""Return the toolchain versions; stop when the major is not pinned."""
+def check(env: dict[str, str], major: int = LLVM_MAJOR) -> dict[str, str]:
+	"""Return the toolchain versions; stop when the major is not pinned
+	(or, for a comparison, not the one asked for)."""
 	versions = {}
 	for tool in ('clang', 'ld.lld', 'llvm-objcopy'):
 		path = shutil.which(tool, path=env['PATH'])
 		if not path:
-			raise GkiError(f'{tool} not found in {LLVM_BIN}; install clang-{LLVM_MAJOR}, '
-				       f'lld-{LLVM_MAJOR} and llvm-{LLVM_MAJOR}')
+			raise GkiError(f'{tool} not found in {llvm_bin(major)}; install clang-{major}, '
+				       f'lld-{major} and llvm-{major}')
 		versions[tool] = _version(path, env)
-		major = int(versions[tool].split('.')[0])
-		if major != LLVM_MAJOR:
-			raise GkiError(f'{path} is LLVM {major}, the build is pinned to '
-				       f'LLVM {LLVM_MAJOR}')
+		found = int(versions[tool].split('.')[0])
+		if found != major:
+			raise GkiError(f'{path} is LLVM {found}, expected LLVM {major}')
 	return versions
