@@ -125,7 +125,12 @@ def stale_lists(layout: Layout, k: Kernel, env: dict[str, str]) -> list[str]:
 
 
 def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
-	"""abi check: build (the check is a stage); abi update: new baseline."""
+	"""abi check: build (the check is a stage); abi update: new baseline;
+	abi compare: another source or compiler against the baseline."""
+	if args.action != 'compare' and (args.source or args.toolchain):
+		raise GkiError('--source and --toolchain go with abi compare')
+	if args.action == 'compare':
+		return abi_compare(args, layout)
 	if args.action == 'check':
 		if args.accept_break is not None:
 			raise GkiError('--accept-break goes with abi update, which records the break')
@@ -148,6 +153,28 @@ def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
 	info(f'new ABI baseline in {layout.abi}; commit it with the symbol lists, using the '
 	     f'message in {dist / "abi" / abi.COMMIT_MSG}')
 	return 0
+
+
+def abi_compare(args: argparse.Namespace, layout: Layout) -> int:
+	"""Build the release GKI as it is, then the candidate beside it."""
+	import compare
+	if bool(args.source) == bool(args.toolchain):
+		raise GkiError('abi compare needs one of --source VERSION and --toolchain clang-N')
+	build(layout, variants('release'), args.jobs, args.accept_source_update, abi_check=False)
+	try:
+		if args.source:
+			pin = source.load_pin(layout.common / 'source.pin')
+			version = compare.resolve(args.source, compare.archive_versions(pin.package))
+			cand = compare.Candidate(f'source-{version}',
+						 compare.fetch_source(layout, pin, version))
+		else:
+			major = compare.parse_toolchain(args.toolchain)
+			compare.install_llvm(major)
+			cand = compare.Candidate(f'toolchain-clang-{major}', major=major)
+	except GkiError as e:
+		print(f'gki: abi compare: could not fetch the candidate: {e}', flush=True)
+		return compare.NO_BUILD
+	return compare.run(layout, cand, args.jobs)
 
 
 def ext_modules(layout: Layout) -> list[modules.ExtModule]:
@@ -277,7 +304,11 @@ def parser() -> argparse.ArgumentParser:
 	q.add_argument('--shell', action='store_true')
 	add('bench', 'release').add_argument('names', nargs='*')
 	ab = add('abi', 'release')
-	ab.add_argument('action', choices=['check', 'update'])
+	ab.add_argument('action', choices=['check', 'update', 'compare'])
+	ab.add_argument('--source', metavar='VERSION',
+			help='compare: build this linux-source-6.12 version from the archive')
+	ab.add_argument('--toolchain', metavar='clang-N',
+			help='compare: build the pinned source with this Debian LLVM')
 	ab.add_argument('--accept-break', metavar='REASON',
 			help='update: take the breaks the report shows, recorded in '
 			'abi/allowed_breaks with REASON')

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: GPL-2.0
+"""abi compare: what an update would do to the KMI, before it is taken.
+
+--source VERSION builds another linux-source-6.12 from Debian's archive
+(downloaded, never installed; common/source.pin untouched) and --toolchain
+clang-N the pinned source with another Debian LLVM (installed on demand,
+used for that build only).  Either is built with today's series and
+configuration in a scratch copy of the release tree (scratch.py): the copy
+is seen at the real paths, so only what the update changes is rebuilt, and
+the real tree is never written.  The result is checked against abi/ as the
+gate checks a build; the copy is removed, its reports stay in
+out/compare/NAME/abi/.
+
+Exit status: 0 compatible, 1 the KMI breaks (or needs approval, or the
+report cannot be classified), 2 the candidate could not be fetched,
+patched, built or dumped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+import abi
+import kmi
+import source
+import toolchain
+import treesync
+from abi_changes import APPROVAL, BREAK, Result
+from kernel import Kernel
+from layout import VARIANTS, Layout
+from scratch import Scratch
+from util import GkiError, info
+
+COMPATIBLE, BREAKS, NO_BUILD = 0, 1, 2
+_CLANG = re.compile(r'clang-(\d+)')
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+	"""What is compared: a name for out/compare/, the source to build (None:
+	the pinned tree) and the LLVM major to build it with."""
+	name: str
+	tarball: Path | None = None
+	major: int = toolchain.LLVM_MAJOR
+
+	def root(self, layout: Layout) -> Path:
+		return layout.out / 'compare' / self.name
+
+
+def archive_versions(package: str) -> list[str]:
+	"""The versions of package Debian's archive offers (apt-cache madison)."""
+	res = subprocess.run(['apt-cache', 'madison', package], capture_output=True, text=True)
+	return [cols[1].strip() for line in res.stdout.splitlines()
+		if len(cols := line.split('|')) >= 3]
+
+
+def resolve(wanted: str, offered: list[str]) -> str:
+	"""A full Debian version, or an upstream one (6.12.111) matching
+	exactly one offered version."""
+	if wanted in offered:
+		return wanted
+	hits = sorted({v for v in offered if v.split('-')[0] == wanted})
+	if len(hits) == 1:
+		return hits[0]
+	known = ', '.join(sorted(set(offered))) or 'none (apt-get update?)'
+	what = 'matches several versions' if hits else 'is not in the archive'
+	raise GkiError(f'--source {wanted} {what}; the archive offers: {known}')
+
+
+def fetch_source(layout: Layout, pin: source.Pin, version: str) -> Path:
+	"""Download pin.package=version (not installed) and take its tarball
+	out of the .deb, into out/compare/debs/; cached."""
+	debs = layout.out / 'compare' / 'debs'
+	tarball = debs / f'{pin.package}_{version}{"".join(pin.tarball.suffixes)}'
+	if tarball.exists():
+		return tarball
+	tmp = debs / 'download.tmp'
+	shutil.rmtree(tmp, ignore_errors=True)
+	tmp.mkdir(parents=True)
+	res = subprocess.run(['apt-get', 'download', f'{pin.package}={version}'], cwd=tmp,
+			     capture_output=True, text=True)
+	found = list(tmp.glob('*.deb'))
+	if res.returncode or len(found) != 1:
+		raise GkiError(f'apt-get download {pin.package}={version} failed: '
+			       f'{res.stderr.strip()[-300:]}')
+	member = '.' + str(pin.tarball)	# /usr/src/... inside the package
+	part = tmp / tarball.name
+	with open(part, 'wb') as out:
+		deb = subprocess.Popen(['dpkg-deb', '--fsys-tarfile', str(found[0])],
+				       stdout=subprocess.PIPE)
+		tar = subprocess.run(['tar', '-xO', member], stdin=deb.stdout, stdout=out,
+				     stderr=subprocess.PIPE)
+		deb.wait()
+	if deb.returncode or tar.returncode:
+		raise GkiError(f'{found[0].name} holds no {member}: {tar.stderr.decode()[-300:]}')
+	part.rename(tarball)
+	shutil.rmtree(tmp)
+	return tarball
+
+
+def install_llvm(major: int) -> None:
+	"""clang-N, lld-N and llvm-N from Debian, when missing."""
+	if (toolchain.llvm_bin(major) / 'ld.lld').exists():
+		return
+	pkgs = [f'clang-{major}', f'lld-{major}', f'llvm-{major}']
+	info(f'installing {" ".join(pkgs)} for the comparison')
+	res = subprocess.run(['apt-get', 'install', '-y', '--no-install-recommends', *pkgs],
+			     env={'PATH': '/usr/sbin:/usr/bin:/sbin:/bin',
+				  'DEBIAN_FRONTEND': 'noninteractive'},
+			     capture_output=True, text=True)
+	if res.returncode:
+		raise GkiError(f'apt-get install {" ".join(pkgs)} failed: {res.stderr.strip()[-300:]}')
+
+
+def parse_toolchain(arg: str) -> int:
+	m = _CLANG.fullmatch(arg)
+	if not m:
+		raise GkiError(f'--toolchain {arg}: expected clang-N (a Debian LLVM, e.g. clang-16)')
+	return int(m.group(1))
+
+
+def build(layout: Layout, cand: Candidate, jobs: int,
+	  edit: Callable[[Path], None] | None = None) -> Scratch:
+	"""The candidate's release kernel in a scratch copy of the real one.
+	edit, for tests, changes the candidate's tree before it is built; it
+	must replace files, not write through them (the copy's sources are
+	hard links to the real tree).  The series is applied before anything is copied: a patch that does not
+	apply fails in seconds, naming the patch and the hunk."""
+	root = cand.root(layout)
+	env = toolchain.hermetic_env(major=cand.major)
+	versions = toolchain.check(env, cand.major)
+	log = layout.log(None, f'compare-{cand.name}')
+	tree = None
+	if cand.tarball is not None:
+		info(f'compare: extracting {cand.tarball.name} and applying the series')
+		tree = source.extract_patched(layout, cand.tarball, root / 'extract', log)
+	s = Scratch(Kernel(layout, VARIANTS['release'], env, jobs), root / 'tree').create()
+	if edit:
+		edit(tree or s.src)
+	if tree is not None:
+		info(f'compare: source {treesync.sync(tree, s.src).summary()}')
+		shutil.rmtree(root / 'extract')
+	info(f'compare: building {cand.name} with LLVM {versions["clang"]} (log: {log})')
+	s.configure(log.with_suffix('.config.log'))
+	s.build(log)
+	return s
+
+
+def check(layout: Layout, cand: Candidate, s: Scratch) -> Result:
+	lists = kmi.load_all(layout.symbol_lists)
+	release = (s.obj / 'include' / 'config' / 'kernel.release').read_text().strip()
+	return abi.check(layout.abi, s.obj / 'vmlinux', s.obj / 'Module.symvers', lists,
+			 cand.root(layout) / 'abi', f'abi compare {cand.name} ({release})')
+
+
+def verdict(res: Result) -> int:
+	pending = res.pending(BREAK) + res.pending(APPROVAL)
+	return BREAKS if pending or res.unclassified else COMPATIBLE
+
+
+def run(layout: Layout, cand: Candidate, jobs: int,
+	edit: Callable[[Path], None] | None = None) -> int:
+	"""Build, check, print the short report; the exit status."""
+	try:
+		s = build(layout, cand, jobs, edit)
+	except GkiError as e:
+		print(f'gki: abi compare {cand.name}: could not build: {e}', flush=True)
+		return NO_BUILD
+	try:
+		res = check(layout, cand, s)
+	except GkiError as e:
+		print(f'gki: abi compare {cand.name}: could not check the build: {e}', flush=True)
+		return NO_BUILD
+	finally:
+		s.remove()
+	print(abi.summary(res), flush=True)
+	status = verdict(res)
+	word = 'compatible with' if status == COMPATIBLE else 'BREAKS'
+	info(f'abi compare {cand.name}: {word} the KMI in abi/ '
+	     f'({len(res.crc_changed)} CRC change(s); reports in {cand.root(layout) / "abi"})')
+	return status
