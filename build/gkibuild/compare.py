@@ -76,7 +76,7 @@ def fetch_source(layout: Layout, pin: source.Pin, version: str) -> Path:
 	"""Download pin.package=version (not installed) and take its tarball
 	out of the .deb, into out/compare/debs/; cached."""
 	debs = layout.out / 'compare' / 'debs'
-	tarball = debs / f'{pin.package}_{version}{"".join(pin.tarball.suffixes)}'
+	tarball = debs / f'{pin.package}_{version}.tar{pin.tarball.name.rsplit(".tar", 1)[1]}'
 	if tarball.exists():
 		return tarball
 	tmp = debs / 'download.tmp'
