@@ -195,8 +195,9 @@ def _with_causes(found: list[Change]) -> list[Change]:
 			causes = sorted(set(reached.get(c.name, ())))
 			more = f' and {len(causes) - CAUSES_SHOWN} more' if len(causes) > CAUSES_SHOWN else ''
 			cause = (f'reached by {", ".join(causes[:CAUSES_SHOWN])}{more}' if causes else
-				 'no type change reaches it: genksyms saw another declaration '
-				 '(a type defined or made opaque where the symbol is exported)')
+				 'no type change reaches it: genksyms hashed other declaration '
+				 'text (an attribute such as __counted_by, or a type defined or '
+				 'made opaque where the symbol is exported)')
 			c = dataclasses.replace(c, reaches=(c.name,), cause=cause)
 		out.append(c)
 	return out
