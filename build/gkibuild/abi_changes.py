@@ -82,6 +82,7 @@ _VAR_HEAD = re.compile(r"\[C\] '[^']*?(?P<name>[\w.$]+)(?:\[\d*\])*' (?:was chan
 _CRC = re.compile(r'CRC \(modversions\) changed from (\S+) to (\S+)')
 _NAMESPACE = re.compile(r'namespace changed from .+ to .+')
 _IMPACT = re.compile(r'(?:(\d+)|one) impacted interfaces?:')
+_LOCATION = re.compile(r' at [\w./+-]+:\d+(?::\d+)?')
 _NOISE = ('details were reported earlier', "type size hasn't changed")
 WHAT_MAX = 160
 CAUSES_SHOWN = 2	# a CRC change names this many of the changes reaching it
@@ -119,7 +120,9 @@ def _split_block(block: str) -> tuple[str, list[str], list[str]]:
 
 
 def _what(details: list[str]) -> str:
-	text = '; '.join(d.rstrip(':') for d in details) or ELSEWHERE
+	"""One line of details, without source locations: a recorded break
+	must still match when an unrelated change moves the lines of a header."""
+	text = '; '.join(_LOCATION.sub('', d).rstrip(':') for d in details) or ELSEWHERE
 	return text if len(text) <= WHAT_MAX else text[:WHAT_MAX - 3] + '...'
 
 

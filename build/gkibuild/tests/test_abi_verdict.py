@@ -45,13 +45,15 @@ class VerdictTest(unittest.TestCase):
 		(self.dir / 'abi' / abi.BASELINE).write_text('<abi-corpus/>\n')
 		write_symvers(self.dir / 'abi' / abi.SYMVERS, self.EXPORTS)
 
-	def check(self, name: str, exports: dict[str, Export] | None = None) -> abi.Result:
-		"""abi.check with abidiff's answer taken from the record name and
-		the build's Module.symvers holding exports."""
+	def check(self, name: str, exports: dict[str, Export] | None = None,
+		  edit=lambda text: text) -> abi.Result:
+		"""abi.check with abidiff's answer taken from the record name (its
+		text through edit) and the build's Module.symvers holding exports."""
 		new = self.dir / 'Module.symvers'
 		write_symvers(new, exports or self.EXPORTS)
+		rc, text = recorded(name)
 		with mock.patch.object(abidiff, 'dump'), \
-		     mock.patch.object(abidiff, 'diff', return_value=recorded(name)):
+		     mock.patch.object(abidiff, 'diff', return_value=(rc, edit(text))):
 			return abi.check(self.dir / 'abi', self.dir / 'vmlinux', new, LISTS,
 					 self.dir / 'out')
 
@@ -204,6 +206,18 @@ class VerdictTest(unittest.TestCase):
 		self.assertIn('(recorded 2026-12-03: point grows for the z axis)', r.short)
 		r = self.check('struct-member-resized')	# struct point, another change
 		self.assertIn(BREAK, self.fails(r))
+
+	def test_recorded_break_survives_moved_source_lines(self):
+		"""A rebase onto a branch where the header's lines moved: the same
+		change, other line numbers; the record still holds."""
+		[c] = self.check('struct-member-added').of('type')
+		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+			'2026-12-03', 'point grows', '6.12.118-gki', (c.key,)))
+		r = self.check('struct-member-added',
+			       edit=lambda t: t.replace('lib.c:16:1', 'lib.c:21:1').replace(
+				       'lib.c:8:1', 'lib.c:13:1'))
+		self.assertIn("'struct point at lib.c:13:1' changed:", r.abidiff_report)
+		self.assertIsNone(verdict(r), r.short)
 
 	def test_unclassified_report_fails_and_is_printed_whole(self):
 		r = self.check('soname-changed')
