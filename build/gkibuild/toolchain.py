@@ -97,5 +97,6 @@ def check(env: dict[str, str], major: int = LLVM_MAJOR) -> dict[str, str]:
 		versions[tool] = _version(path, env)
 		found = int(versions[tool].split('.')[0])
 		if found != major:
-			raise GkiError(f'{path} is LLVM {found}, expected LLVM {major}')
+			want = 'the build is pinned to' if major == LLVM_MAJOR else 'expected'
+			raise GkiError(f'{path} is LLVM {found}, {want} LLVM {major}')
 	return versions
