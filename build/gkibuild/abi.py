@@ -18,7 +18,7 @@ from typing import Mapping
 import abi_breaks
 import abi_short
 import abidiff
-from abi_changes import APPROVAL, BREAK, Export, Result, changes, read_symvers, write_symvers
+from abi_changes import Export, Result, changes, read_symvers, write_symvers
 from util import GkiError, info, sha256_text
 
 BASELINE = 'gki.xml'		# abidw of vmlinux, KMI only
@@ -102,7 +102,7 @@ def update(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[
 	if (abi_dir / BASELINE).exists():
 		res = check(abi_dir, vmlinux, symvers, lists, out_dir, 'abi update')
 		print(summary(res), flush=True)
-		pending = res.pending(BREAK) + res.pending(APPROVAL)
+		pending = res.blocking()
 		if pending and accept_break is None:
 			raise GkiError(
 				f'not updating the baseline: {len(pending)} change(s) above break the KMI '

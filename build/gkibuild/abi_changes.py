@@ -237,6 +237,12 @@ class Result:
 		"""Changes of that severity abi/allowed_breaks does not record."""
 		return [c for c in self.changes if c.severity == severity and c.key not in self.allowed]
 
+	def blocking(self) -> list[Change]:
+		"""What abi update refuses without a reason and abi compare calls a
+		break: unrecorded breaks (unclassified ones included) and enum
+		changes."""
+		return self.pending(BREAK) + self.pending(APPROVAL)
+
 	@property
 	def breaks(self) -> bool:
 		return bool(self.pending(BREAK))

@@ -48,7 +48,7 @@ def _order(c: Change) -> tuple[int, int, str]:
 def _hurt(res: Result, lists: Mapping[str, set[str]]) -> list[str]:
 	"""Per list, the KMI symbols an unrecorded break or enum change reaches."""
 	reached: set[str] = set()
-	for c in res.pending(BREAK) + res.pending(APPROVAL):
+	for c in res.blocking():
 		reached |= set(c.reaches)
 	out = []
 	for name, syms in sorted(lists.items()):

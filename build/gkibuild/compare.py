@@ -30,7 +30,7 @@ import kmi
 import source
 import toolchain
 import treesync
-from abi_changes import APPROVAL, BREAK, Result
+from abi_changes import Result
 from kernel import Kernel
 from layout import VARIANTS, Layout
 from scratch import Scratch
@@ -159,8 +159,7 @@ def check(layout: Layout, cand: Candidate, s: Scratch) -> Result:
 
 
 def verdict(res: Result) -> int:
-	pending = res.pending(BREAK) + res.pending(APPROVAL)
-	return BREAKS if pending or res.unclassified else COMPATIBLE
+	return BREAKS if res.blocking() else COMPATIBLE
 
 
 def run(layout: Layout, cand: Candidate, jobs: int,
