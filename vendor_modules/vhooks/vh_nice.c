@@ -66,6 +66,16 @@ static int __init vh_nice_init(void)
 	return register_trace_android_rvh_set_user_nice(vh_set_user_nice, NULL);
 }
 
+/*
+ * Never runs: the attachment pins this module.  It exists so that rmmod
+ * meets the pin (delete_module() refuses a module without an exit
+ * function with EBUSY before it looks at the module's users).
+ */
+static void __exit vh_nice_exit(void)
+{
+}
+
 module_init(vh_nice_init);
+module_exit(vh_nice_exit);
 MODULE_DESCRIPTION("Example vendor module: a nice-value floor at a restricted vendor hook");
 MODULE_LICENSE("GPL");
