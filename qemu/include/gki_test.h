@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/klog.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SYSLOG_ACTION_READ_ALL	3
@@ -121,6 +122,34 @@ static inline const char *gki_find_line(const char *text, const char *prefix)
 			p++;
 	}
 	return NULL;
+}
+
+/* finit_module(2) of a .ko with a parameter string; 0 or -errno. */
+static inline int gki_load_module(const char *path, const char *params)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* delete_module(2) as rmmod does it; 0 or -errno. */
+static inline int gki_unload_module(const char *name)
+{
+	return syscall(SYS_delete_module, name, O_NONBLOCK) ? -errno : 0;
+}
+
+/* Whether /sys/module/name exists: the module is loaded (or built in). */
+static inline int gki_module_loaded(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/sys/module/%s", name);
+	return access(path, F_OK) == 0;
 }
 
 #endif /* GKI_TEST_H */
