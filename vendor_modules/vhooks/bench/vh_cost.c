@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -141,6 +142,7 @@ static void set_up(void)
 	static const char *const vhooks[] = {
 		"vh_empty", "vh_meminfo", "vh_nice", "vh_rvh_second",
 	};
+	cpu_set_t cpus;
 
 	/* Without a vendor means no module of this folder attached yet. */
 	for (size_t i = 0; i < ARRAY_SIZE(vhooks); i++) {
@@ -151,6 +153,11 @@ static void set_up(void)
 			exit(1);
 		}
 	}
+	/* One CPU throughout: no pass is measured on another CPU's state. */
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	if (sched_setaffinity(0, sizeof(cpus), &cpus))
+		die("sched_setaffinity");
 	page_size = sysconf(_SC_PAGESIZE);
 	meminfo_fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
 	if (meminfo_fd < 0)
