@@ -5,7 +5,9 @@ One line per changed type (what changed, how many KMI symbols it reaches)
 and per changed symbol, types first and the widest-reaching first, so the
 cause of a break leads and the CRC changes it explains follow; then, per
 vendor list in symbol_lists/, the KMI symbols the breaks reach: whom the
-break hurts.  abidiff's whole report stays in report.txt.
+break hurts.  A tracepoint's symbol says which tracepoint it is
+(__traceiter_android_vh_X: vendor hook android_vh_X).  abidiff's whole
+report stays in report.txt.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from abi_changes import APPROVAL, BREAK, Change, Result
+from kmi import tracepoint_of
 
 SHOWN = 8	# names listed per vendor list before "and N more"
+VENDOR_HOOKS = ('android_vh_', 'android_rvh_')	# tracepoints that are vendor hooks
 
 
 def _lists_of(symbols: tuple[str, ...], lists: Mapping[str, set[str]]) -> str:
@@ -24,10 +28,20 @@ def _lists_of(symbols: tuple[str, ...], lists: Mapping[str, set[str]]) -> str:
 	return ', '.join(f'{n} {k}' for n, k in hit.items() if k) or 'no list'
 
 
+def _stands_for(symbol: str) -> str:
+	"""What a tracepoint's symbol is, in plain words: __traceiter_X and
+	__tracepoint_X are vendor hook X (or tracepoint X); '' for others."""
+	tp = tracepoint_of(symbol)
+	if tp is None:
+		return ''
+	return f' ({"vendor hook" if tp.startswith(VENDOR_HOOKS) else "tracepoint"} {tp})'
+
+
 def _line(c: Change, res: Result, lists: Mapping[str, set[str]]) -> str:
 	rec = res.allowed.get(c.key)
 	label = 'ALLOWED' if rec else c.severity
-	text = f'  {label:<9} {c.name}: {c.what}'
+	about = '' if c.kind in ('type', 'enum') else _stands_for(c.name)
+	text = f'  {label:<9} {c.name}{about}: {c.what}'
 	if c.kind in ('type', 'enum'):
 		n = len(c.reaches)
 		text += f' [reaches {n} KMI symbol{"s" if n != 1 else ""}: {_lists_of(c.reaches, lists)}]'

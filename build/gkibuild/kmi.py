@@ -260,6 +260,13 @@ def explain_undefined(log_text: str, exportable_syms: set[str], list_path: Path,
 	return '\n'.join(lines)
 
 
+def tracepoint_of(symbol: str) -> str | None:
+	"""X, when symbol is one of tracepoint X's exported forms
+	(__traceiter_X, __tracepoint_X, its static-call key or trampoline)."""
+	tp = _TRACEPOINT.match(symbol)
+	return tp[1] if tp else None
+
+
 def with_tracepoints(need: Mapping[str, set[str]], allowed: set[str]) -> dict[str, set[str]]:
 	"""need plus, for each tracepoint X needed in any form, every form the
 	kernel exports, needed by the same modules.  A module registering a
@@ -268,10 +275,10 @@ def with_tracepoints(need: Mapping[str, set[str]], allowed: set[str]) -> dict[st
 	Android's lists do) brings the hook's signature into the KMI."""
 	out = {s: set(mods) for s, mods in need.items()}
 	for s, mods in need.items():
-		tp = _TRACEPOINT.match(s)
+		tp = tracepoint_of(s)
 		if not tp:
 			continue
-		for name in (form + tp[1] for form in _TRACEPOINT_FORMS):
+		for name in (form + tp for form in _TRACEPOINT_FORMS):
 			if name in allowed:
 				out.setdefault(name, set()).update(mods)
 	return out
