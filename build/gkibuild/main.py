@@ -272,7 +272,14 @@ def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
 def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
 	from gkiqemu import runner
 	vs = variants(args.variant)
+	if args.against_unhooked and args.variant != 'release':
+		raise GkiError('bench --against-unhooked measures the release GKI')
+	if args.icount and not args.against_unhooked:
+		raise GkiError('--icount goes with bench --against-unhooked')
 	build(layout, vs, args.jobs, args.accept_source_update)
+	if args.against_unhooked:
+		import hookcost
+		return hookcost.run(layout, vs[0], args.names, args.jobs, args.icount)
 	return runner.bench(layout, vs[0], args.names)
 
 
@@ -302,7 +309,14 @@ def parser() -> argparse.ArgumentParser:
 	q.add_argument('--only', action='append', default=[], metavar='SUITE',
 		       help='run only this guest suite (repeatable)')
 	q.add_argument('--shell', action='store_true')
-	add('bench', 'release').add_argument('names', nargs='*')
+	be = add('bench', 'release')
+	be.add_argument('names', nargs='*')
+	be.add_argument('--against-unhooked', action='store_true',
+			help='boot the release GKI and the same kernel built without the vendor '
+			'hook call sites alternately, and compare (default benchmark: vh_cost)')
+	be.add_argument('--icount', action='store_true',
+			help='with --against-unhooked: time by the guest\'s instruction count '
+			'(QEMU -icount), not the host\'s clock')
 	ab = add('abi', 'release')
 	ab.add_argument('action', choices=['check', 'update', 'compare'])
 	ab.add_argument('--source', metavar='VERSION',
