@@ -23,7 +23,8 @@ Under TCG on a shared machine a pass's wall-clock time varies by 10-30%,
 far more than a call site costs.  With icount the guest's clock counts
 the instructions it executes instead (QEMU's -icount shift=0: one virtual
 ns per instruction), so each figure is the instructions one call takes,
-the same from boot to boot whatever else the machine runs.
+the same from boot to boot whatever else the machine runs (on one vCPU:
+see ICOUNT).
 """
 
 from __future__ import annotations
@@ -53,8 +54,12 @@ ROUNDS = 5
 DEFAULT_BENCH = ['vh_cost']
 # The instruction-counting clock: shift=0 is one virtual ns per guest
 # instruction, sleep=off lets an idle guest jump to its next timer.  It
-# needs TCG's single-threaded mode (the vCPUs take turns).
+# needs TCG's single-threaded mode, where the vCPUs take turns on one
+# clock: with two, what the other one runs shows in the figures (modes
+# 6% apart, changing from pass to pass); with one, two boots give the
+# same figures to 0.01%.
 ICOUNT = ['-icount', 'shift=0,sleep=off']
+ICOUNT_CPUS = '1'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,12 +268,19 @@ def table(rows: list[Row], rounds: int) -> str:
 
 def icount_command(cmd: list[str]) -> list[str]:
 	"""boot.command()'s QEMU command line with the instruction-counting
-	clock: multi-threaded TCG becomes single-threaded, with ICOUNT."""
-	at = [i for i, a in enumerate(cmd[:-1]) if a == '-accel' and cmd[i + 1].startswith('tcg')]
-	if len(at) != 1:
-		raise GkiError(f'no single "-accel tcg..." in the QEMU command: {" ".join(cmd)}')
-	i = at[0]
-	return cmd[:i] + ['-accel', 'tcg', *ICOUNT] + cmd[i + 2:]
+	clock: multi-threaded TCG becomes single-threaded, with ICOUNT, on
+	ICOUNT_CPUS vCPUs."""
+	def option(name: str, value: str = '') -> int:
+		at = [i for i, a in enumerate(cmd[:-1])
+		      if a == name and cmd[i + 1].startswith(value)]
+		if len(at) != 1:
+			raise GkiError(f'no single "{name} {value}..." in the QEMU command: '
+				       f'{" ".join(cmd)}')
+		return at[0]
+	out = list(cmd)
+	out[option('-smp') + 1] = ICOUNT_CPUS
+	i = option('-accel', 'tcg')
+	return out[:i] + ['-accel', 'tcg', *ICOUNT] + out[i + 2:]
 
 
 def boot_once(layout: Layout, v: Variant, image: Path, initrd: Path, log: Path,

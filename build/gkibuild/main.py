@@ -316,7 +316,7 @@ def parser() -> argparse.ArgumentParser:
 			'hook call sites alternately, and compare (default benchmark: vh_cost)')
 	be.add_argument('--icount', action='store_true',
 			help='with --against-unhooked: time by the guest\'s instruction count '
-			'(QEMU -icount), not the host\'s clock')
+			'(QEMU -icount, one vCPU), not the host\'s clock')
 	ab = add('abi', 'release')
 	ab.add_argument('action', choices=['check', 'update', 'compare'])
 	ab.add_argument('--source', metavar='VERSION',

@@ -200,14 +200,18 @@ class IcountTest(unittest.TestCase):
 	def test_the_harness_command_gets_the_instruction_clock(self) -> None:
 		cmd = boot.command(Path('Image'), Path('initrd'), 1024, 'gki.mode=bench', None)
 		got = hookcost.icount_command(cmd)
+		want = list(cmd)
+		want[cmd.index('-smp') + 1] = '1'
 		i = cmd.index('-accel')
-		self.assertEqual(cmd[:i] + ['-accel', 'tcg', '-icount', 'shift=0,sleep=off']
-				 + cmd[i + 2:], got)
+		want[i:i + 2] = ['-accel', 'tcg', '-icount', 'shift=0,sleep=off']
+		self.assertEqual(want, got)
 		self.assertNotIn('tcg,thread=multi', got)
 
-	def test_a_command_without_tcg_fails(self) -> None:
+	def test_a_command_without_tcg_or_smp_fails(self) -> None:
 		with self.assertRaisesRegex(GkiError, 'no single "-accel tcg..."'):
-			hookcost.icount_command(['qemu-system-aarch64', '-accel', 'kvm', '-m', '1024'])
+			hookcost.icount_command(['qemu-system-aarch64', '-accel', 'kvm', '-smp', '2'])
+		with self.assertRaisesRegex(GkiError, 'no single "-smp ..."'):
+			hookcost.icount_command(['qemu-system-aarch64', '-accel', 'tcg'])
 
 
 if __name__ == '__main__':
