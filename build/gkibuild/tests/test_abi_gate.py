@@ -138,8 +138,11 @@ class AbiGateTest(unittest.TestCase):
 		with self.assertRaisesRegex(GkiError, '--accept-break'):
 			abi.update(copy, vmlinux, symvers, self.lists, meta, out, None, '2026-12-03')
 		self.assertEqual(before, {p.name: p.read_bytes() for p in copy.iterdir()})
+		earlier = set(abi_breaks.load(copy))
 		abi.update(copy, vmlinux, symvers, self.lists, meta, out, 'test', '2026-12-03')
-		self.assertEqual({c.key for c in r.changes}, set(abi_breaks.load(copy)))
+		# abi/allowed_breaks already holds the breaks taken on purpose
+		# before (the vendor hooks'); this one adds exactly its own.
+		self.assertEqual({c.key for c in r.changes}, set(abi_breaks.load(copy)) - earlier)
 		again = abi.check(copy, vmlinux, symvers, self.lists, self.dir / 'again')
 		self.assertEqual([], again.changes, again.short)
 
