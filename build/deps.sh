@@ -26,9 +26,11 @@ deps_missing() {
 	done
 }
 
+# Another apt (unattended-upgrades on a freshly booted machine) may hold
+# the dpkg lock for a while: wait for it rather than fail.
 deps_apt() {
 	DEBIAN_FRONTEND=noninteractive apt-get "$@" -qq -o=Dpkg::Use-Pty=0 \
-		>>"$DEPS_LOG" 2>&1
+		-o=DPkg::Lock::Timeout=600 >>"$DEPS_LOG" 2>&1
 }
 
 deps_install_host() {
