@@ -11,6 +11,7 @@ from pathlib import Path
 
 import kconfig
 import kmi
+import progress
 import toolchain
 import treesync
 from layout import Layout, Variant
@@ -49,8 +50,13 @@ class Kernel:
 		if old is not None and old != text:
 			info(f'toolchain changed ({old} -> {text}): rebuilding {self.variant.name} '
 			     'from scratch')
+			# The clean build that follows compiles what the last one did.
+			total = progress.expected(self.obj)
 			for d in (self.obj, self.layout.ext(self.variant)):
 				shutil.rmtree(d, ignore_errors=True)
+			if total:
+				self.obj.mkdir(parents=True)
+				progress.remember(self.obj, total)
 		self.obj.mkdir(parents=True, exist_ok=True)
 		write_if_changed(stamp, text.encode())
 
@@ -78,10 +84,19 @@ class Kernel:
 	def build(self, kmi_symbols: set[str]) -> None:
 		"""Build with the exports trimmed to kmi_symbols: the fragment's
 		CONFIG_UNUSED_KSYMS_WHITELIST names this file, relative to the obj
-		folder, so .config holds no absolute path."""
+		folder, so .config holds no absolute path.  On a terminal a live
+		line follows make; a clean build records its object count as the
+		next clean build's expected total (progress.py)."""
 		kmi.write_whitelist(self.obj / kmi.WHITELIST, kmi_symbols)
 		before = mtimes(self.obj, '.o')
-		self.make('Image', 'Image.lz4', 'modules', what='kernel build')
+		clean = progress.fresh(before, self.obj)
+		total = progress.expected(self.obj) if clean else None
+		# Labelled as the stage's closing line, which takes its place.
+		label = f'kernel-{self.variant.name} ({self.variant.name})'
+		with progress.Compiled(label, self.log, total) as compiled:
+			self.make('Image', 'Image.lz4', 'modules', what='kernel build')
+		if clean:
+			progress.remember(self.obj, compiled.count)
 		self.rebuilt = rebuilt(before, mtimes(self.obj, '.o'))
 		with self.log.open('a') as f:
 			f.write(f'gki: {len(self.rebuilt)} objects rebuilt\n')
