@@ -9,6 +9,7 @@ import selectors
 import subprocess
 import time
 from pathlib import Path
+from typing import Callable
 
 # Machine settings are data, as in kunit.py's qemu_configs.
 QEMU = 'qemu-system-aarch64'
@@ -54,9 +55,12 @@ def command(image: Path, initrd: Path, mem_mb: int, cmdline: str,
 	return cmd
 
 
-def run(cmd: list[str], log: Path, timeout_s: float) -> Boot:
+def run(cmd: list[str], log: Path, timeout_s: float,
+	watch: Callable[[bytes], None] | None = None) -> Boot:
 	"""Run QEMU, copying its console to log as it arrives; kill it when it
-	has not powered off after timeout_s."""
+	has not powered off after timeout_s.  watch, for a live display, gets
+	the console as it arrives too, and b'' about twice a second while
+	none does."""
 	log.parent.mkdir(parents=True, exist_ok=True)
 	start = time.monotonic()
 	first_ktap = None
@@ -78,7 +82,9 @@ def run(cmd: list[str], log: Path, timeout_s: float) -> Boot:
 					timed_out = True
 					proc.kill()
 					break
-				if not sel.select(timeout=min(left, 1.0)):
+				if not sel.select(timeout=min(left, 0.5 if watch else 1.0)):
+					if watch:
+						watch(b'')
 					continue
 				try:
 					data = os.read(fd, 1 << 16)
@@ -92,6 +98,8 @@ def run(cmd: list[str], log: Path, timeout_s: float) -> Boot:
 				chunks.append(data)
 				f.write(data)
 				f.flush()
+				if watch:
+					watch(data)
 				if first_ktap is None and b'KTAP version 1' in seen:
 					first_ktap = time.monotonic() - start
 		proc.wait()

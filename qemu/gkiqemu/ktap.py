@@ -13,6 +13,7 @@ it says, and so does 'not ok ... # TODO'.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import enum
 import re
@@ -162,3 +163,49 @@ def leaves(doc: Test, prefix: str = '') -> list[Leaf]:
 				l.status in (Status.PASS, Status.SKIP) for l in sub)):
 			out.append(Leaf(name, t.status, t.problem or t.directive or 'suite failed'))
 	return out
+
+
+class Stream:
+	"""The suites of a console's KTAP document as they finish, for a person
+	watching the boot: display only, the verdict is taken from the whole
+	console after the boot.  Each top-level result line parses the console
+	so far again with parse(), so a suite reads here as it does there."""
+
+	def __init__(self) -> None:
+		self.started = False	# the document's version line came
+		self.plan: int | None = None
+		self.done = 0		# suites finished, and returned by feed()
+		self.running = ''	# the suite /init announced and that has not finished
+		self._text: list[str] = []	# complete lines, as they came
+		self._partial = ''
+		self._decode = codecs.getincrementaldecoder('utf-8')('replace').decode
+
+	def feed(self, data: bytes) -> list[Test]:
+		"""The suites whose result line data completed; data may cut a
+		line, or a character, anywhere."""
+		text = self._partial + self._decode(data)
+		cut = text.rfind('\n') + 1
+		self._partial = text[cut:]
+		self._text.append(text[:cut])
+		ended = False
+		for indent, line in _lines(text[:cut]):
+			if indent:
+				continue
+			if _VERSION.match(line):
+				self.started = True
+			elif not self.started:
+				continue
+			elif _RESULT.match(line):
+				ended, self.running = True, ''
+			elif _PLAN.match(line) and self.plan is None:
+				self.plan = int(_PLAN.match(line).group(1))
+			elif line.startswith(_RUNNING):
+				self.running = line[len(_RUNNING):].split()[0].split('/')[-1]
+		doc = parse(''.join(self._text)) if ended else None
+		if doc is None:
+			return []
+		# parse() adds the suites its plan announced but that have not
+		# come yet as missing; they are still to come.
+		finished = [t for t in doc.subtests if t.status != Status.MISSING]
+		new, self.done = finished[self.done:], len(finished)
+		return new

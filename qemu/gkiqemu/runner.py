@@ -5,15 +5,18 @@ suites on each variant, one line per test and a closing count line."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import datetime
 import json
 import re
 import sys
+import time
 import unittest
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, Iterator, TextIO
 
+import progress
 from gkiqemu import boot, console, initramfs, ktap
 from layout import Layout, Variant
 from util import GkiError, info
@@ -198,10 +201,12 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 	return initramfs.write_cpio(layout, v, layout.dist(v), programs, tools, lists)
 
 
-def boots(layout: Layout, v: Variant, initrd: Path, mode: str) -> list[boot.Boot]:
+def boots(layout: Layout, v: Variant, initrd: Path, mode: str,
+	  out: TextIO | None = None) -> list[boot.Boot]:
 	"""Boot until the guest stops asking for another boot, at most
 	MAX_BOOTS times (evaluate() fails a run that asked for more); the
-	scratch disk is new for the run and kept across its boots."""
+	scratch disk is new for the run and kept across its boots.  When out
+	is a terminal, each boot's suites show there as they finish (Live)."""
 	scratch = initramfs.scratch_disk(layout.out / v.name / 'qemu' / 'scratch.ext4')
 	image = layout.dist(v) / 'Image'
 	runs = []
@@ -209,11 +214,90 @@ def boots(layout: Layout, v: Variant, initrd: Path, mode: str) -> list[boot.Boot
 		cmdline = (f'gki.mode={mode} gki.boot={n} '
 			   f'gki.suite_timeout={v.qemu_timeout_s * 2 // 3}')
 		cmd = boot.command(image, initrd, v.qemu_mem_mb, cmdline, scratch)
-		b = boot.run(cmd, layout.log(v, f'console-{mode}-boot{n}'), v.qemu_timeout_s)
+		with watching(f'{v.name} boot {n}', out) as watch:
+			b = boot.run(cmd, layout.log(v, f'console-{mode}-boot{n}'), v.qemu_timeout_s,
+				     watch)
 		runs.append(b)
 		if b.timed_out or not b.wants_next_boot:
 			break
 	return runs
+
+
+class Live:
+	"""A boot as it runs, for a person at a terminal: a line per suite as
+	its result line arrives, and below them a live line with the suite
+	running now.  Display only: the tally is taken after the boot from the
+	whole console (evaluate()), which also judges the halves of two-boot
+	tests across boots and drops their stand-in skips, so a line here may
+	read differently from the tally's."""
+
+	def __init__(self, label: str, out: TextIO) -> None:
+		self.label = label
+		self.stream = ktap.Stream()
+		self.line = progress.Line(out)
+		self.start = time.monotonic()
+		self.shown = ('', 0.0)	# what the live line said, and when
+		self.broken = False
+
+	def feed(self, data: bytes) -> None:
+		"""Take console output (b'' when none came): redraw when the
+		state changed or twice a second.  A display that fails stops,
+		saying why, and the boot goes on."""
+		if self.broken:
+			return
+		try:
+			for suite in self.stream.feed(data):
+				self.line.print(f'gki: {self.label}: {suite_line(suite)}')
+			what, now = self.state(), time.monotonic()
+			if not self.line.shown or what != self.shown[0] or now - self.shown[1] >= 0.5:
+				self.line.draw(f'gki: {self.label}: {what}, '
+					       f'{progress.elapsed(now - self.start)}')
+				self.shown = (what, now)
+		except Exception as e:	# a display must not end a run
+			self.broken = True
+			self.line.print(f'gki: {self.label}: live display stopped ({e!r})')
+
+	def state(self) -> str:
+		"""'3/12 suites, running incfs_lifetime', or 'booting'."""
+		s = self.stream
+		if not s.started:
+			return 'booting'
+		plan = s.plan if s.plan is not None else '?'
+		return f'{s.done}/{plan} suites' + (f', running {s.running}' if s.running else '')
+
+
+def suite_line(suite: ktap.Test, names: int = 3) -> str:
+	"""One suite in short: 'suite_a: 1 passed, 1 failed, 1 skipped;
+	failed: global.two', naming up to names failed tests."""
+	leaves = ktap.leaves(ktap.Test('', ktap.Status.PASS, subtests=[suite]))
+	bad = [l for l in leaves if l.status in (ktap.Status.FAIL, ktap.Status.MISSING,
+						 ktap.Status.CRASHED)]
+	counts = [(sum(l.status == ktap.Status.PASS for l in leaves), 'passed'),
+		  (len(bad), 'failed'),
+		  (sum(l.status == ktap.Status.SKIP for l in leaves), 'skipped')]
+	text = f'{suite.name}: ' + ', '.join(f'{n} {what}' for n, what in counts if n)
+	if bad:
+		# The suite's own leaf (a crash, an exit status) by its reason.
+		said = [l.name[len(suite.name) + 2:] or l.detail or l.status.value.lower()
+			for l in bad]
+		more = f' and {len(said) - names} more' if len(said) > names else ''
+		text += '; failed: ' + ', '.join(said[:names]) + more
+	return text
+
+
+@contextlib.contextmanager
+def watching(label: str, out: TextIO | None) -> Iterator[Callable[[bytes], None] | None]:
+	"""A Live display's feed for boot.run when out is a terminal, None
+	otherwise (so CI's output stays what it was); its live line is
+	cleared however the boot ends."""
+	if out is None or not out.isatty():
+		yield None
+		return
+	live = Live(label, out)
+	try:
+		yield live.feed
+	finally:
+		live.line.clear()
 
 
 # Two-boot tests: a suite that needs data to survive a power-off runs in
@@ -374,7 +458,7 @@ def guest(layout: Layout, vs: list[Variant], extra: list[Path], tally: Tally,
 	for v in vs:
 		info(f'booting the {v.name} GKI in QEMU')
 		initrd = prepare(layout, v, extra, only=only)
-		evaluate(v, boots(layout, v, initrd, 'test'), tally)
+		evaluate(v, boots(layout, v, initrd, 'test', tally.out), tally)
 
 
 def guest_suites(layout: Layout, vs: list[Variant], extra: list[Path],
