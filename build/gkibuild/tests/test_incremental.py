@@ -99,12 +99,12 @@ class IncrementalTestBase(unittest.TestCase):
 		return sorted(str(Path(o).relative_to(obj)) for o in objs)
 
 	def series(self, *patches: tuple[str, str]) -> None:
-		"""Write the sandbox's patch series: (file name, text) in order."""
+		"""Write the sandbox's patch series: the checked-in one (the
+		vendor hooks), then (file name, text) in order."""
 		pdir = self.box.input('common/patches')
 		for name, text in patches:
 			(pdir / name).write_text(text)
-		lines = [l for l in (pdir / 'series').read_text().splitlines()
-			 if not l.strip() or l.lstrip().startswith('#')]
+		lines = (LAYOUT.common / 'patches' / 'series').read_text().splitlines()
 		(pdir / 'series').write_text('\n'.join(lines + [n for n, _ in patches]) + '\n')
 
 	def patch(self, subject: str, rel: str, old: str, new: str) -> str:
