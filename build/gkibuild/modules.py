@@ -45,14 +45,10 @@ def build(kernel: Kernel, mod: ExtModule, allow_undefined: bool = False) -> list
 	allow_undefined (for 'symbols update', which needs the .ko files)."""
 	dest = kernel.layout.ext(kernel.variant) / mod.kind / mod.name
 	sync_tree(mod.src, dest)
-	maps = [(dest, f'/gki/{mod.kind}/{mod.name}')]
-	cmd = ['make', '-C', str(kernel.layout.src), f'O={kernel.obj}', f'M={dest}',
-	       f'-j{kernel.jobs}',
-	       *toolchain.make_vars(kernel.env, kernel.layout.src, kernel.obj, maps),
-	       *(['KBUILD_MODPOST_WARN=1'] if allow_undefined else []), 'modules']
 	log = kernel.layout.log(kernel.variant, f'module-{mod.name}')
 	try:
-		run_logged(cmd, log, env=kernel.env, what=f'{mod.kind} module {mod.name}')
+		run_logged(make_command(kernel, mod, allow_undefined), log, env=kernel.env,
+			   what=f'{mod.kind} module {mod.name}')
 	except GkiError:
 		why = kmi.explain_undefined(log.read_text(errors='replace'),
 					    kmi.exportable(kernel.obj, kernel.env),
@@ -62,6 +58,16 @@ def build(kernel: Kernel, mod: ExtModule, allow_undefined: bool = False) -> list
 			raise GkiError(why) from None
 		raise
 	return built_modules(dest)
+
+
+def make_command(kernel: Kernel, mod: ExtModule, allow_undefined: bool = False) -> list[str]:
+	"""The M= make of mod, in its mirror under the output folder."""
+	dest = kernel.layout.ext(kernel.variant) / mod.kind / mod.name
+	maps = [(dest, f'/gki/{mod.kind}/{mod.name}')]
+	return ['make', '-C', str(kernel.layout.src), f'O={kernel.obj}', f'M={dest}',
+		f'-j{kernel.jobs}',
+		*toolchain.make_vars(kernel.env, kernel.layout.src, kernel.obj, maps),
+		*(['KBUILD_MODPOST_WARN=1'] if allow_undefined else []), 'modules']
 
 
 def built_modules(dest: Path) -> list[Path]:
