@@ -9,7 +9,7 @@ readonly DEPS_HOST=(
 	linux-source-6.12 clang-19 lld-19 llvm-19 abigail-tools qemu-system-arm
 	lz4 ccache bc bison flex libelf-dev libssl-dev cpio e2fsprogs python3
 	make patch rsync xz-utils kmod libc6-dev-arm64-cross libgcc-12-dev-arm64-cross
-	liblz4-dev libclang-rt-19-dev
+	liblz4-dev libclang-rt-19-dev distcc
 )
 
 # Guest-only arm64 packages: downloaded and unpacked under $GKI_OUT, never

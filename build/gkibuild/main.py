@@ -16,6 +16,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent),
 
 import abi  # noqa: E402
 import dist  # noqa: E402
+import distcc  # noqa: E402
 import kmi  # noqa: E402
 import modules  # noqa: E402
 import source  # noqa: E402
@@ -29,15 +30,27 @@ from util import GkiError, StageTimer, die, info, mtimes, rebuilt, sha256_file  
 ENFORCED_ENV = 'GKI_KMI_ENFORCED'
 
 
-def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
-	  use_ccache: bool = True, abi_check: bool = True) -> dict[str, Path]:
+def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bool,
+	  use_ccache: bool = True, abi_check: bool = True,
+	  distcc_hosts: str | None = None) -> dict[str, Path]:
 	"""All stages for each variant; the release variant's KMI is checked
-	against the baseline in abi/ unless abi_check is off."""
+	against the baseline in abi/ unless abi_check is off.  distcc_hosts
+	(default: $GKI_DISTCC_HOSTS) sends the compiles to a distcc farm;
+	jobs None: this machine's cores, or the farm's slots."""
 	timer = StageTimer()
 	enforced = kmi_enforced()
 	env = toolchain.hermetic_env(use_ccache)
 	with timer.stage('toolchain'):
 		versions = toolchain.check(env)
+	farm = distcc_hosts if distcc_hosts is not None else os.environ.get(distcc.ENV, '')
+	farm_log = layout.log(None, 'distcc')
+	if farm.strip():
+		with timer.stage('distcc-hosts'):
+			up = distcc.check(distcc.parse_hosts(farm), env)
+			env.update(distcc.build_env(up, layout.out / 'distcc', farm_log))
+			farm_log.unlink(missing_ok=True)
+		jobs = jobs or (distcc.jobs(up) if up else None)
+	jobs = jobs or default_jobs()
 	with timer.stage('source'):
 		pin = source.load_pin(layout.common / 'source.pin')
 		src = source.check_pin(pin, accept_update)
@@ -84,6 +97,9 @@ def build(layout: Layout, vs: list[Variant], jobs: int, accept_update: bool,
 						lists, dists[v.name] / 'abi')
 			print(abi.summary(res), flush=True)
 			abi_gate(res, enforced)
+	if 'DISTCC_HOSTS' in env:
+		text = farm_log.read_text(errors='replace') if farm_log.exists() else ''
+		info(distcc.tally(text).line() + f' (log: {farm_log})')
 	info('dist: ' + ', '.join(str(p) for p in dists.values()))
 	return dists
 
@@ -138,7 +154,7 @@ def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
 		return 0
 	build(layout, variants('release'), args.jobs, args.accept_source_update, abi_check=False)
 	env = toolchain.hermetic_env()
-	k = Kernel(layout, VARIANTS['release'], env, args.jobs)
+	k = Kernel(layout, VARIANTS['release'], env, args.jobs or default_jobs())
 	stale = stale_lists(layout, k, env)
 	if stale:
 		raise GkiError('the symbol lists are out of date; not updating the baseline:\n  '
@@ -174,7 +190,7 @@ def abi_compare(args: argparse.Namespace, layout: Layout) -> int:
 	except GkiError as e:
 		print(f'gki: abi compare: could not fetch the candidate: {e}', flush=True)
 		return compare.NO_BUILD
-	return compare.run(layout, cand, args.jobs)
+	return compare.run(layout, cand, args.jobs or default_jobs())
 
 
 def ext_modules(layout: Layout) -> list[modules.ExtModule]:
@@ -188,7 +204,7 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 	toolchain.check(env)
 	source.prepare(layout, source.check_pin(source.load_pin(layout.common / 'source.pin'),
 						args.accept_source_update), layout.log(None, 'source'))
-	k = Kernel(layout, VARIANTS['release'], env, args.jobs)
+	k = Kernel(layout, VARIANTS['release'], env, args.jobs or default_jobs())
 	k.configure()
 	k.build(kmi.union(kmi.load_all(layout.symbol_lists)))
 	if args.name == kmi.CORE:
@@ -229,24 +245,43 @@ def device_tools(layout: Layout, uapi: Path) -> dict[str, Path]:
 
 
 def cmd_build(args: argparse.Namespace, layout: Layout) -> int:
-	build(layout, variants(args.variant), args.jobs, args.accept_source_update)
+	build(layout, variants(args.variant), args.jobs, args.accept_source_update,
+	      distcc_hosts=args.distcc)
 	return 0
 
 
+def shipped(dist: Path) -> dict[str, str]:
+	"""sha256 of what the build ships and must reproduce: Image, vmlinux
+	and every module."""
+	files = [dist / 'Image', dist / 'vmlinux', *sorted((dist / 'modules').rglob('*.ko'))]
+	return {str(f.relative_to(dist)): sha256_file(f) for f in files}
+
+
 def cmd_repro(args: argparse.Namespace, layout: Layout) -> int:
-	"""Two clean builds, ccache off, into separate folders; compare."""
+	"""Two clean builds, the cache not read, into separate folders;
+	compare.  With --distcc the second goes through the farm."""
 	import shutil
 	sums = []
-	for name in ('a', 'b'):
+	for name, farm in (('a', ''), ('b', args.distcc or '')):
 		sub = Layout(layout.top, layout.out / 'repro' / name)
 		shutil.rmtree(sub.out, ignore_errors=True)
 		d = build(sub, variants('release'), args.jobs, args.accept_source_update,
-			  use_ccache=False)['release']
-		sums.append({f: sha256_file(d / f) for f in ('Image', 'vmlinux')})
-	for f in ('Image', 'vmlinux'):
-		same = sums[0][f] == sums[1][f]
-		print(f'{f:8} {"identical" if same else "DIFFERENT"}  {sums[0][f]}  {sums[1][f]}')
-	return 0 if sums[0] == sums[1] else 1
+			  use_ccache=False, distcc_hosts=farm)['release']
+		sums.append(shipped(d))
+	a, b = sums
+	dists = [layout.out / 'repro' / n / 'dist' for n in ('a', 'b')]
+	for f in sorted(set(a) | set(b)):
+		same = a.get(f) == b.get(f)
+		if same and f not in ('Image', 'vmlinux'):
+			continue
+		state = 'identical' if same else 'DIFFERENT'
+		if not same and f in a and f in b and \
+		   distcc.same_code(dists[0] / f, dists[1] / f):
+			state += ' (debug info only)'
+		print(f'{f:8} {state}  {a.get(f)}  {b.get(f)}')
+	print(f'{sum(a.get(f) == b.get(f) for f in a)} of {len(set(a) | set(b))} files identical'
+	      + (' (b built through distcc)' if args.distcc else ''))
+	return 0 if a == b else 1
 
 
 def cmd_test(args: argparse.Namespace, layout: Layout) -> int:
@@ -279,7 +314,7 @@ def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
 	build(layout, vs, args.jobs, args.accept_source_update)
 	if args.against_unhooked:
 		import hookcost
-		return hookcost.run(layout, vs[0], args.names, args.jobs, args.icount)
+		return hookcost.run(layout, vs[0], args.names, args.jobs or default_jobs(), args.icount)
 	return runner.bench(layout, vs[0], args.names)
 
 
@@ -296,13 +331,17 @@ def parser() -> argparse.ArgumentParser:
 		s = sub.add_parser(name)
 		s.add_argument('--variant', choices=['release', 'debug', 'all'],
 			       default=default_variant)
-		s.add_argument('-j', '--jobs', type=int, default=default_jobs())
+		s.add_argument('-j', '--jobs', type=int, default=None,
+			       help='parallel jobs (default: the cores, or the distcc hosts\' slots)')
 		s.add_argument('--accept-source-update', action='store_true',
 			       default=os.environ.get('GKI_ACCEPT_SOURCE_UPDATE') == '1')
 		return s
 
-	add('build', 'all')
-	add('repro', 'release')
+	for name, variant in (('build', 'all'), ('repro', 'release')):
+		add(name, variant).add_argument(
+			'--distcc', metavar='HOSTS', default=None,
+			help='compile through these distcc hosts (HOST[:PORT][/SLOTS], space '
+			f'separated; default ${distcc.ENV}); repro: the second build only')
 	add('test', 'all').add_argument('--skip-host', action='store_true')
 	q = add('qemu', 'release')
 	q.add_argument('--add', action='append', default=[], metavar='PATH')

@@ -69,12 +69,29 @@ def prefix_map_flags(pairs: list[tuple[Path, str]]) -> str:
 	return ' '.join(f'-ffile-prefix-map={src}={dst}' for src, dst in pairs)
 
 
+# With a distcc farm (distcc.build_env puts DISTCC_HOSTS in env) a host
+# compiles the preprocessed unit: its compile directory is its own, so
+# name ours; and the kernel's preprocessor option -fmacro-prefix-map is
+# unused there, which -Werror=unused-command-line-argument would make an
+# error.
+DISTCC_FLAGS = f'-fdebug-compilation-dir={OBJ_MAP} -Qunused-arguments'
+
+
 def make_vars(env: dict[str, str], src: Path, obj: Path,
 	      extra_maps: list[tuple[Path, str]] | None = None) -> list[str]:
 	"""make command-line variables for a kernel or external-module build."""
-	maps = prefix_map_flags([(src, SRC_MAP), (obj, OBJ_MAP)] + (extra_maps or []))
-	cc = 'clang' if 'CCACHE_DISABLE' in env else 'ccache clang'
-	return ['ARCH=arm64', 'LLVM=1', f'CC={cc}', f'KCFLAGS={maps}', f'KAFLAGS={maps}']
+	flags = prefix_map_flags([(src, SRC_MAP), (obj, OBJ_MAP)] + (extra_maps or []))
+	if 'DISTCC_HOSTS' in env:
+		flags += ' ' + DISTCC_FLAGS
+	if 'CCACHE_DISABLE' not in env:
+		cc = 'ccache clang'
+	elif 'DISTCC_HOSTS' in env:
+		# Named by its path, as ccache names it, for the hosts'
+		# DISTCC_CMDLIST (and so that distcc adds no -target).
+		cc = f'distcc {LLVM_BIN}/clang'
+	else:
+		cc = 'clang'
+	return ['ARCH=arm64', 'LLVM=1', f'CC={cc}', f'KCFLAGS={flags}', f'KAFLAGS={flags}']
 
 
 def _version(tool: str, env: dict[str, str]) -> str:
