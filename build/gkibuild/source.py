@@ -82,17 +82,53 @@ def series(layout: Layout) -> list[patches.Entry]:
 	return entries
 
 
+def extract(tarball: Path, dest: Path, log: Path) -> Path:
+	"""tarball extracted into the new folder dest; returns its one top
+	folder."""
+	shutil.rmtree(dest, ignore_errors=True)
+	dest.mkdir(parents=True)
+	run_logged(['tar', '-xf', str(tarball), '-C', str(dest)], log, what='tar')
+	tops = [d for d in dest.iterdir() if d.is_dir()]
+	if len(tops) != 1:
+		raise GkiError(f'{tarball}: expected one top folder, found {len(tops)}')
+	return tops[0]
+
+
 def extract_patched(layout: Layout, tarball: Path, tmp: Path, log: Path) -> Path:
 	"""tarball extracted into the empty folder tmp, with the series
 	applied; returns the tree (tmp's one top folder)."""
+	tree = extract(tarball, tmp, log)
+	patches.apply_series(tree, layout.common / 'patches', series(layout))
+	return tree
+
+
+def pristine(layout: Layout, src: Source, log: Path) -> Path:
+	"""The pinned tarball extracted once, under out/src/pristine/<sha256>:
+	a change to the series then costs a hard-linked copy and the patches,
+	not an extraction, and the sync that follows skips a file still
+	linked to the one it replaces.  Nothing writes these files: a
+	patched copy gets a new inode for each file a patch changes (GNU
+	patch writes a new file), and treesync stamps only its own copies."""
+	root = layout.src.parent / 'pristine'
+	done = root / src.sha256
+	if not done.is_dir():
+		# Another tarball's tree is dropped; the rename marks completion.
+		shutil.rmtree(root, ignore_errors=True)
+		extract(src.tarball, root / 'extract.tmp', log)
+		(root / 'extract.tmp').rename(done)
+	return next(d for d in done.iterdir() if d.is_dir())
+
+
+def patched_copy(layout: Layout, src: Source, tmp: Path, log: Path) -> Path:
+	"""A hard-linked copy of the pristine tree in the empty folder tmp,
+	with the series applied; returns the tree."""
+	top = pristine(layout, src, log)
 	shutil.rmtree(tmp, ignore_errors=True)
 	tmp.mkdir(parents=True)
-	run_logged(['tar', '-xf', str(tarball), '-C', str(tmp)], log, what='tar')
-	tops = [d for d in tmp.iterdir() if d.is_dir()]
-	if len(tops) != 1:
-		raise GkiError(f'{tarball}: expected one top folder, found {len(tops)}')
-	patches.apply_series(tops[0], layout.common / 'patches', series(layout))
-	return tops[0]
+	tree = tmp / top.name
+	run_logged(['cp', '-al', str(top), str(tree)], log, what='cp -al')
+	patches.apply_series(tree, layout.common / 'patches', series(layout))
+	return tree
 
 
 def prepare(layout: Layout, src: Source, log: Path) -> list[dict[str, str]]:
@@ -112,7 +148,7 @@ def prepare(layout: Layout, src: Source, log: Path) -> list[dict[str, str]]:
 
 	stamp.unlink(missing_ok=True)
 	tmp = layout.src.parent / 'extract.tmp'
-	tree = extract_patched(layout, src.tarball, tmp, log)
+	tree = patched_copy(layout, src, tmp, log)
 	if layout.src.is_dir():
 		# The tree the objects were built from: only what differs
 		# becomes newer than them (treesync.py says why).

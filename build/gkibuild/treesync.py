@@ -12,7 +12,9 @@ what the new tree lacks is removed.
 
 Files of the old tree are never written in place: they may be hard links
 shared with scratch copies (scratch.py), so a change is always a new inode
-renamed over the old path.
+renamed over the old path.  The new tree may be hard-linked too (to the
+pristine extraction, source.py): a file linked elsewhere is copied before
+it is stamped, so no other tree's timestamps move.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Stats:
 
 def same_file(a: Path, b: Path, sa: os.stat_result, sb: os.stat_result) -> bool:
 	"""Same kind, permission bits and bytes (symlinks: same target)."""
+	if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
+		return True	# one file, linked into both trees
 	if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode):
 		return False
 	if stat.S_ISLNK(sa.st_mode):
@@ -75,6 +79,10 @@ def _remove(path: Path) -> None:
 
 def _install(src: Path, dst: Path, st: os.stat_result) -> None:
 	"""Move src over dst, stamped now unless it is a symlink."""
+	if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+		private = src.with_name(src.name + '.treesync-tmp')
+		shutil.copy2(src, private)
+		os.replace(private, src)
 	if not stat.S_ISLNK(st.st_mode):
 		os.utime(src)
 	if dst.is_dir() and not dst.is_symlink():

@@ -11,6 +11,7 @@ import tarfile
 import tempfile
 import time
 import unittest
+import unittest.mock
 from pathlib import Path
 
 import context  # noqa: F401 (sets the import path)
@@ -103,6 +104,36 @@ class SyncTest(unittest.TestCase):
 		self.assertEqual(OLD, int((copy / 'include/a.h').stat().st_mtime))
 		self.assertNotEqual(0o700, (copy / 'lib/c.c').stat().st_mode & 0o777)
 		self.assertTrue((copy / 'gone/d.c').exists())
+
+	def test_new_file_linked_elsewhere_is_copied_before_its_stamp(self):
+		"""A new tree hard-linked to another (the pristine extraction):
+		the file that moves in is a copy, and the other tree's file
+		keeps its timestamp."""
+		other = Path(self.tmp.name) / 'other'
+		write(other, {'include/a.h': '#define A 10\n'})
+		(self.new / 'include/a.h').unlink()
+		os.link(other / 'include/a.h', self.new / 'include/a.h')
+		stats = treesync.sync(self.new, self.old)
+		self.assertEqual(['include/a.h'], stats.changed)
+		self.assertEqual(OLD, int((other / 'include/a.h').stat().st_mtime))
+		self.assertEqual(1, (other / 'include/a.h').stat().st_nlink)
+		self.assertEqual('#define A 10\n', (self.old / 'include/a.h').read_text())
+		self.assertGreater(int((self.old / 'include/a.h').stat().st_mtime), OLD)
+
+	def test_file_linked_into_both_trees_is_kept_unread(self):
+		(self.new / 'lib/c.c').unlink()
+		os.link(self.old / 'lib/c.c', self.new / 'lib/c.c')
+		opened = []
+		real_open = Path.open
+
+		def spy(path, *a, **k):
+			opened.append(path.name)
+			return real_open(path, *a, **k)
+		with unittest.mock.patch.object(Path, 'open', spy):
+			stats = treesync.sync(self.new, self.old)
+		self.assertNotIn('lib/c.c', stats.changed)
+		self.assertIn('b.h', opened)		# same size: compared
+		self.assertNotIn('c.c', opened)		# one file: not read
 
 	def test_file_becomes_folder_and_back(self):
 		(self.new / 'lib/c.c').unlink()
@@ -198,6 +229,27 @@ class SourceStageTest(unittest.TestCase):
 		stamp = json.loads((self.layout.src.parent / 'stamp.json').read_text())
 		self.assertEqual([], stamp['patches'])
 
+	def test_series_change_reuses_the_pristine_tree(self):
+		"""The tarball is extracted once; a series change copies the
+		pristine tree by hard links, and neither the patch nor the
+		drop changes a pristine file or its timestamp."""
+		self.series()
+		source.prepare(self.layout, self.src, self.log)
+		pristine = self.layout.src.parent / 'pristine' / self.src.sha256 / 'linux'
+		a = pristine / 'include/a.h'
+		self.assertTrue(os.path.samefile(a, self.layout.src / 'include/a.h'))
+		os.utime(a, (OLD, OLD))
+		self.tarball.rename(self.tarball.with_suffix('.away'))	# not read again
+		self.series('a.patch')
+		source.prepare(self.layout, self.src, self.log)
+		self.series()
+		source.prepare(self.layout, self.src, self.log)
+		self.assertEqual('#define A 1\n', a.read_text())
+		self.assertEqual(OLD, int(a.stat().st_mtime))
+		self.assertEqual('#define A 1\n', (self.layout.src / 'include/a.h').read_text())
+		self.assertGreater(int((self.layout.src / 'include/a.h').stat().st_mtime), OLD)
+		self.assertTrue(os.path.samefile(pristine / 'lib/c.c', self.layout.src / 'lib/c.c'))
+
 	def test_new_tarball_point_release(self):
 		"""A new point release: only the files it changed are newer."""
 		self.series()
@@ -214,6 +266,9 @@ class SourceStageTest(unittest.TestCase):
 		self.assertGreater(int(c.stat().st_mtime), OLD)
 		self.assertEqual(a_mtime, a.stat().st_mtime_ns)
 		self.assertTrue((self.layout.src / 'lib/new.c').exists())
+		# One pristine tree: the new tarball's.
+		self.assertEqual(['cd' * 32],
+				 os.listdir(self.layout.src.parent / 'pristine'))
 
 
 if __name__ == '__main__':
