@@ -10,9 +10,10 @@ import dataclasses
 from pathlib import Path
 
 import kmi
+import progress
 import toolchain
 from kernel import Kernel
-from util import GkiError, run_logged, sync_tree
+from util import GkiError, mtimes, run_logged, sync_tree
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,9 +47,17 @@ def build(kernel: Kernel, mod: ExtModule, allow_undefined: bool = False) -> list
 	dest = kernel.layout.ext(kernel.variant) / mod.kind / mod.name
 	sync_tree(mod.src, dest)
 	log = kernel.layout.log(kernel.variant, f'module-{mod.name}')
+	# On a terminal a live line follows make, as in the kernel stage; the
+	# module's folder keeps its clean build's count.
+	clean = progress.fresh(mtimes(dest, '.o'), dest)
+	total = progress.expected(dest) if clean else None
 	try:
-		run_logged(make_command(kernel, mod, allow_undefined), log, env=kernel.env,
-			   what=f'{mod.kind} module {mod.name}')
+		with progress.Compiled(f'module {mod.name} ({kernel.variant.name})', log,
+				       total) as compiled:
+			run_logged(make_command(kernel, mod, allow_undefined), log,
+				   env=kernel.env, what=f'{mod.kind} module {mod.name}')
+		if clean:
+			progress.remember(dest, compiled.count)
 	except GkiError:
 		why = kmi.explain_undefined(log.read_text(errors='replace'),
 					    kmi.exportable(kernel.obj, kernel.env),

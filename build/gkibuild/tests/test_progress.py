@@ -12,8 +12,10 @@ import threading
 import time
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import context  # noqa: F401 (sets the import path)
+import modules
 import progress
 import util
 from kernel import Kernel
@@ -232,6 +234,60 @@ class KernelBuildTest(unittest.TestCase):
 			kernel.check_toolchain({'clang': '19.1.8'})
 		self.assertFalse((self.obj / 'init').exists())
 		self.assertEqual(9123, progress.expected(self.obj))
+
+
+class ModulesBuildTest(unittest.TestCase):
+	"""The modules stage draws the same live line for each module's
+	make, with the module's own clean-build count."""
+
+	def setUp(self):
+		self.tmp = tempfile.TemporaryDirectory()
+		top = Path(self.tmp.name)
+		self.layout = Layout(top, top / 'out')
+		src = top / 'vendor_modules' / 'vmod'
+		src.mkdir(parents=True)
+		(src / 'Kbuild').write_text('obj-m += vmod.o\nvmod-y := a.o b.o\n')
+		self.mod = modules.ExtModule('vmod', 'vendor', src)
+		self.dest = self.layout.ext(VARIANTS['release']) / 'vendor' / 'vmod'
+		self.kernel = Kernel(self.layout, VARIANTS['release'], {}, 1)
+
+	def tearDown(self):
+		self.tmp.cleanup()
+
+	def build(self, objects: list[str], out: io.StringIO) -> str:
+		"""modules.build with a make that compiles objects slowly."""
+		def make(cmd, log, env=None, cwd=None, what=''):
+			log.parent.mkdir(parents=True, exist_ok=True)
+			for o in objects:
+				(self.dest / o).write_text('x')
+			(self.dest / 'vmod.ko').write_text('ko')
+			(self.dest / 'modules.order').write_text(f'{self.dest}/vmod.o\n')
+			lines = [f'  CC [M]  {self.dest}/{o}' for o in objects]
+			w = Writer(log, lines + [f'  LD [M]  {self.dest}/vmod.ko'], pause=0.05)
+			w.start()
+			w.join()
+		with mock.patch.object(modules, 'run_logged', make), contextlib.redirect_stdout(out):
+			kos = modules.build(self.kernel, self.mod)
+		self.assertEqual([self.dest / 'vmod.ko'], kos)
+		return out.getvalue()
+
+	def test_clean_build_shows_the_last_clean_count_and_records_its_own(self):
+		self.dest.mkdir(parents=True)
+		progress.remember(self.dest, 3)
+		text = self.build(['a.o', 'b.o'], FakeTty())
+		self.assertRegex(text, r'\r\[module vmod \(release\) *\] [0-2]/3 objects \(\d+%\), 0:0\d')
+		self.assertTrue(text.endswith(CLEAR), 'the live line is left on the screen')
+		self.assertEqual(2, progress.expected(self.dest))
+
+	def test_an_incremental_build_shows_no_total_and_keeps_the_record(self):
+		self.build(['a.o', 'b.o'], io.StringIO())
+		text = self.build(['b.o'], FakeTty())
+		self.assertRegex(text, r'\] [01] objects compiled, 0:0\d')
+		self.assertNotIn('/2 objects', text)
+		self.assertEqual(2, progress.expected(self.dest))
+
+	def test_not_a_terminal_prints_nothing(self):
+		self.assertEqual('', self.build(['a.o'], io.StringIO()))
 
 
 if __name__ == '__main__':
