@@ -87,6 +87,16 @@ class _HostResult(unittest.TestResult):
 		super().__init__()
 		self.tally = tally
 		self.failed: list[str] = []	# the FAIL lines this result added
+		# Wall time per test module, class and module set-ups included
+		# (the time since the previous test ended): what CI's minutes go to.
+		self.seconds: dict[str, float] = collections.Counter()
+		self._mark = time.monotonic()
+
+	def stopTest(self, test: unittest.TestCase) -> None:
+		super().stopTest(test)
+		now = time.monotonic()
+		self.seconds[test.id().split('.', 1)[0]] += now - self._mark
+		self._mark = now
 
 	def _fail(self, test: unittest.TestCase, detail: str) -> None:
 		name = _host_name(test)
@@ -150,10 +160,18 @@ def disagreement(result: _HostResult) -> str:
 	return '; '.join(problems)
 
 
+def slowest(seconds: dict[str, float], shown: int = 6) -> str:
+	"""'1234 s; slowest: test_incremental 612 s, test_abi_gate 201 s, ...'"""
+	top = sorted(seconds.items(), key=lambda kv: -kv[1])[:shown]
+	return (f'{sum(seconds.values()):.0f} s; slowest: '
+		+ ', '.join(f'{name} {secs:.0f} s' for name, secs in top))
+
+
 def host_run(suite: unittest.TestSuite, tally: Tally) -> None:
 	"""Run suite into tally, then fail the run if unittest disagrees."""
 	result = _HostResult(tally)
 	suite.run(result)
+	print(f'gki: host tests: {slowest(result.seconds)}', file=tally.out, flush=True)
 	problem = disagreement(result)
 	if problem:
 		tally.add(HOST_VERDICT, ktap.Status.FAIL, problem)

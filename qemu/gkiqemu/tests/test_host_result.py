@@ -8,6 +8,7 @@ never runs them as tests of their own."""
 
 import io
 import sys
+import time
 import tempfile
 import unittest
 from pathlib import Path
@@ -173,6 +174,26 @@ class CrossCheckTest(unittest.TestCase):
 				       test_c=expected_failure(passes), test_d=fails_for_two))
 		self.assertNotIn(runner.HOST_VERDICT, [o.name for o in tally.outcomes])
 		self.assertEqual(3, tally.count(S.FAIL))
+
+
+class DurationTest(unittest.TestCase):
+	def test_module_time_includes_its_class_set_up(self):
+		slow = case('Slow', setUpClass=classmethod(lambda cls: time.sleep(0.3)),
+			    test_a=passes, test_b=passes)
+		quick = case('Quick', test_c=passes)
+		result = runner._HostResult(runner.Tally(io.StringIO()))
+		quick.__module__ = 'other'
+		loader = unittest.TestLoader()
+		unittest.TestSuite([loader.loadTestsFromTestCase(slow),
+				    loader.loadTestsFromTestCase(quick)]).run(result)
+		self.assertGreaterEqual(result.seconds['demo'], 0.3)
+		self.assertLess(result.seconds['other'], 0.3)
+
+	def test_the_run_names_its_slowest_modules(self):
+		self.assertEqual('70 s; slowest: b 40 s, c 20 s',
+				 runner.slowest({'a': 10.0, 'b': 40.0, 'c': 20.0}, shown=2))
+		tally = run_cases(case('Quick', test_c=passes))
+		self.assertRegex(tally.out.getvalue(), r'\ngki: host tests: \d+ s; slowest: demo 0 s\n$')
 
 
 if __name__ == '__main__':
