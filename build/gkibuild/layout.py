@@ -83,6 +83,12 @@ class Layout:
 	def guest(self, v: Variant) -> Path:
 		return self.out / v.name / 'guest'
 
+	def programs(self, v: Variant) -> Path:
+		"""Guest programs (suites, benchmarks, device tools): built
+		against the variant's UAPI headers, so each variant has its own
+		and building one does not recompile the other's."""
+		return self.out / v.name / 'programs'
+
 	def dist(self, v: Variant) -> Path:
 		return self.out / ('dist' if v.name == 'release' else f'dist-{v.name}')
 

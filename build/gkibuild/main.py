@@ -75,7 +75,7 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 			ext = {m: modules.build(k, m) for m in ext_modules(layout)}
 			st.note = f'{len(rebuilt(before, mtimes(layout.ext(v), ".o")))} objects rebuilt'
 		with timer.stage(f'tools-{v.name}', v.name):
-			tools = device_tools(layout, headers)
+			tools = device_tools(layout, v, headers)
 		with timer.stage(f'dist-{v.name}', v.name):
 			manifest = {
 				'variant': v.name,
@@ -238,7 +238,7 @@ def device_tools(layout: Layout, uapi: Path) -> dict[str, Path]:
 	as dist paths -> built files."""
 	from gkiqemu import initramfs
 	progs = initramfs.discover(layout, 'tools')
-	arm64 = initramfs.compile_programs(layout, uapi, progs, 'guest/tools')
+	arm64 = initramfs.compile_programs(layout, uapi, progs, layout.programs(v) / 'tools')
 	host = initramfs.compile_programs(layout, uapi, progs, 'host/bin', host=True)
 	return {**{f'tools/arm64/{n}': p for n, p in arm64.items()},
 		**{f'tools/host/{n}': p for n, p in host.items()}}

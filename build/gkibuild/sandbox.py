@@ -26,7 +26,7 @@ from util import sha256_file
 
 INPUTS = ('common', 'symbol_lists', 'vendor_modules')
 # Output folders a build reads besides the variant's own; copied whole.
-SHARED_OUT = ('guest', 'host')
+SHARED_OUT = ('host',)
 
 
 @dataclasses.dataclass

@@ -143,10 +143,11 @@ def link_flags(layout: Layout) -> list[str]:
 	return ['-L', str(_lz4(layout) / 'usr' / 'lib' / 'aarch64-linux-gnu'), '-llz4']
 
 
-def compile_programs(layout: Layout, uapi: Path, progs: list[Program], dest: str,
+def compile_programs(layout: Layout, uapi: Path, progs: list[Program], dest: str | Path,
 		     host: bool = False) -> dict[str, Path]:
-	"""Compile (or copy) each program into out/<dest>, for arm64 or, with
-	host, for the build machine; returns name -> path."""
+	"""Compile (or copy) each program into dest (a folder, or a path
+	relative to out/), for arm64 or, with host, for the build machine;
+	returns name -> path."""
 	env = toolchain.hermetic_env(use_ccache=False)
 	outdir = layout.out / dest
 	outdir.mkdir(parents=True, exist_ok=True)

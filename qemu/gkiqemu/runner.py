@@ -205,9 +205,10 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 	bench = initramfs.discover(layout, 'bench')
 	if bench_names:
 		bench = [p for p in bench if p.name in bench_names]
-	programs = initramfs.compile_programs(layout, uapi, suites + bench, 'guest/tests')
+	programs = initramfs.compile_programs(layout, uapi, suites + bench,
+					      layout.programs(v) / 'tests')
 	tools = initramfs.compile_programs(layout, uapi, initramfs.discover(layout, 'tools'),
-					   'guest/tools')
+					   layout.programs(v) / 'tools')
 	for p in extra:
 		if p.name in programs:
 			raise GkiError(f'--add {p}: a guest program named {p.name} already exists')
