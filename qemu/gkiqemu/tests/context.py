@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[3]
-for p in (TOP / 'build' / 'gkibuild', TOP / 'qemu'):
+# build/gkibuild/tests for prereq, the skip-or-fail rule of every host test.
+for p in (TOP / 'build' / 'gkibuild' / 'tests', TOP / 'build' / 'gkibuild', TOP / 'qemu'):
 	if str(p) not in sys.path:
 		sys.path.insert(0, str(p))

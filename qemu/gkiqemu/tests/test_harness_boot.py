@@ -8,6 +8,7 @@ import unittest
 from pathlib import Path
 
 import context  # noqa: F401 (sets the import path)
+import prereq
 from gkiqemu import boot, initramfs, ktap, runner
 from layout import VARIANTS, Layout, Variant
 
@@ -16,6 +17,9 @@ RELEASE = VARIANTS['release']
 DEBUG = VARIANTS['debug']
 MODULE = '/modules/test/test_module/gki_test_module.ko'
 KTAP_OK = 'echo "TAP version 13"; echo "1..1"; echo "ok 1 loaded"\n'
+# The debug cases need the debug build, which `gki test` may still be
+# making while the other host tests run (runner.host_tests).
+NEEDS_EVERY_VARIANT = True
 
 
 def built(v: Variant) -> bool:
@@ -23,9 +27,15 @@ def built(v: Variant) -> bool:
 		(LAYOUT.obj(v) / 'usr' / 'gen_init_cpio').exists())
 
 
-@unittest.skipUnless(built(RELEASE), 'release GKI not built')
 class HarnessBootTest(unittest.TestCase):
 	variant = RELEASE
+
+	@classmethod
+	def setUpClass(cls):
+		# Checked when the class runs, not when it is imported: the
+		# build may finish between the two.
+		prereq.require(None if built(cls.variant) else f'the {cls.variant.name} GKI is not '
+			       f'built', 'the harness boot tests')
 
 	def setUp(self):
 		self.tmp = tempfile.TemporaryDirectory()
@@ -89,7 +99,6 @@ class HarnessBootTest(unittest.TestCase):
 
 
 
-@unittest.skipUnless(built(DEBUG), 'debug GKI not built')
 class DebugHarnessBootTest(HarnessBootTest):
 	"""KASAN and kmemleak reports, which only the debug variant makes."""
 	variant = DEBUG
