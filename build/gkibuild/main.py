@@ -22,6 +22,7 @@ import modules  # noqa: E402
 import source  # noqa: E402
 import toolchain  # noqa: E402
 from abi_changes import verdict  # noqa: E402
+from background import Background  # noqa: E402
 from kernel import Kernel, default_jobs  # noqa: E402
 from layout import VARIANTS, Layout, Variant, variants  # noqa: E402
 from util import GkiError, StageTimer, die, info, mtimes, rebuilt, sha256_file  # noqa: E402
@@ -233,7 +234,7 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 	return 1 if res.unexportable else 0
 
 
-def device_tools(layout: Layout, uapi: Path) -> dict[str, Path]:
+def device_tools(layout: Layout, v: Variant, uapi: Path) -> dict[str, Path]:
 	"""The device tools of qemu/tools/, for arm64 and for the build machine,
 	as dist paths -> built files."""
 	from gkiqemu import initramfs
@@ -285,10 +286,17 @@ def cmd_repro(args: argparse.Namespace, layout: Layout) -> int:
 
 
 def cmd_test(args: argparse.Namespace, layout: Layout) -> int:
+	"""Build, then test.  With the host tests and more than one variant,
+	the variants after the first build in the background while the host
+	tests run (background.py says why)."""
 	from gkiqemu import runner
 	vs = variants(args.variant)
-	build(layout, vs, args.jobs, args.accept_source_update)
-	return runner.test_all(layout, vs, host=not args.skip_host)
+	if args.skip_host or len(vs) == 1:
+		build(layout, vs, args.jobs, args.accept_source_update)
+		return runner.test_all(layout, vs, host=not args.skip_host)
+	build(layout, vs[:1], args.jobs, args.accept_source_update)
+	with Background(layout, vs[1:], args.jobs, args.accept_source_update) as later:
+		return runner.test_all(layout, vs, host=True, others_built=later.wait)
 
 
 def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:

@@ -177,7 +177,26 @@ def host_run(suite: unittest.TestSuite, tally: Tally) -> None:
 		tally.add(HOST_VERDICT, ktap.Status.FAIL, problem)
 
 
-def host_tests(layout: Layout, tally: Tally) -> None:
+def flatten(suite: unittest.TestSuite) -> Iterator[unittest.TestCase]:
+	for t in suite:
+		if isinstance(t, unittest.TestSuite):
+			yield from flatten(t)
+		else:
+			yield t
+
+
+def needs_every_variant(test: unittest.TestCase) -> bool:
+	"""Does test's module say it needs every variant built (not only the
+	release one)?"""
+	module = sys.modules.get(type(test).__module__)
+	return bool(getattr(module, 'NEEDS_EVERY_VARIANT', False))
+
+
+def host_tests(layout: Layout, tally: Tally,
+	       others_built: Callable[[], None] | None = None) -> None:
+	"""Every host test.  others_built, when given, waits for the
+	variants other than release (a build running meanwhile): the tests
+	of modules that set NEEDS_EVERY_VARIANT run after it returns."""
 	info('host tests')
 	loader = unittest.TestLoader()
 	suite = unittest.TestSuite()
@@ -186,7 +205,20 @@ def host_tests(layout: Layout, tally: Tally) -> None:
 		*sorted(layout.top.glob('qemu/tools/*/tests'))]
 	for d in dirs:
 		suite.addTests(loader.discover(str(d), pattern='test_*.py', top_level_dir=str(d)))
-	host_run(suite, tally)
+	if others_built is None:
+		host_run(suite, tally)
+	else:
+		host_run_split(suite, tally, others_built)
+
+
+def host_run_split(suite: unittest.TestSuite, tally: Tally,
+		   others_built: Callable[[], None]) -> None:
+	"""host_run() of the tests that need only the release build, then
+	others_built(), then host_run() of the rest."""
+	tests = list(flatten(suite))
+	host_run(unittest.TestSuite(t for t in tests if not needs_every_variant(t)), tally)
+	others_built()
+	host_run(unittest.TestSuite(t for t in tests if needs_every_variant(t)), tally)
 
 
 # Guest runs ---------------------------------------------------------------
@@ -487,10 +519,15 @@ def guest_suites(layout: Layout, vs: list[Variant], extra: list[Path],
 	return tally.close()
 
 
-def test_all(layout: Layout, vs: list[Variant], host: bool) -> int:
+def test_all(layout: Layout, vs: list[Variant], host: bool,
+	     others_built: Callable[[], None] | None = None) -> int:
+	"""Host tests, then the guest suites of every variant; others_built:
+	as host_tests(), called before any guest boot in any case."""
 	tally = Tally()
 	if host:
-		host_tests(layout, tally)
+		host_tests(layout, tally, others_built)
+	elif others_built:
+		others_built()
 	guest(layout, vs, [], tally)
 	return tally.close()
 

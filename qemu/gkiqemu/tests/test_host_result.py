@@ -9,6 +9,7 @@ never runs them as tests of their own."""
 import io
 import sys
 import time
+import types
 import tempfile
 import unittest
 from pathlib import Path
@@ -194,6 +195,48 @@ class DurationTest(unittest.TestCase):
 				 runner.slowest({'a': 10.0, 'b': 40.0, 'c': 20.0}, shown=2))
 		tally = run_cases(case('Quick', test_c=passes))
 		self.assertRegex(tally.out.getvalue(), r'\ngki: host tests: \d+ s; slowest: demo 0 s\n$')
+
+
+class SplitTest(unittest.TestCase):
+	"""The tests of a module that needs every variant run only after the
+	other variants' build is waited for; the rest before."""
+
+	def test_every_variant_modules_run_after_the_wait(self):
+		events = []
+		demo_all = types.ModuleType('demo_all')
+		demo_all.NEEDS_EVERY_VARIANT = True
+		sys.modules['demo_all'] = demo_all
+		self.addCleanup(sys.modules.pop, 'demo_all')
+
+		def record(self):
+			events.append(self.id())
+		late = case('Late', test_b=record)
+		late.__module__ = 'demo_all'
+		early = case('Early', test_a=record, test_c=record)
+		loader = unittest.TestLoader()
+		suite = unittest.TestSuite([loader.loadTestsFromTestCase(late),
+					    loader.loadTestsFromTestCase(early)])
+		tally = runner.Tally(io.StringIO())
+		runner.host_run_split(suite, tally, lambda: events.append('wait'))
+		self.assertEqual(['demo.Early.test_a', 'demo.Early.test_c', 'wait',
+				  'demo_all.Late.test_b'], events)
+		self.assertEqual(3, tally.count(S.PASS))
+
+	def test_a_failed_wait_runs_no_late_test(self):
+		ran = []
+		demo_all = types.ModuleType('demo_all')
+		demo_all.NEEDS_EVERY_VARIANT = True
+		sys.modules['demo_all'] = demo_all
+		self.addCleanup(sys.modules.pop, 'demo_all')
+		late = case('Late', test_b=lambda self: ran.append(1))
+		late.__module__ = 'demo_all'
+
+		def fail():
+			raise RuntimeError('the debug build failed')
+		suite = unittest.TestLoader().loadTestsFromTestCase(late)
+		with self.assertRaisesRegex(RuntimeError, 'debug build failed'):
+			runner.host_run_split(suite, runner.Tally(io.StringIO()), fail)
+		self.assertEqual([], ran)
 
 
 if __name__ == '__main__':

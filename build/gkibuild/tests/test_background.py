@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: GPL-2.0
+"""background.Background with a stand-in for main.py: the child's output
+is printed only when waited for, a failed build names its variant, a later
+variant is not built after a failure, and a child still running when the
+caller stops early is terminated."""
+
+import contextlib
+import io
+import tempfile
+import time
+import unittest
+from pathlib import Path
+from unittest import mock
+
+import context  # noqa: F401 (sets the import path)
+import background
+from layout import VARIANTS, Layout
+from util import GkiError
+
+# Prints its arguments; fails for the variant named in FAIL_FOR; sleeps
+# for the one named in SLEEP_FOR.
+FAKE_MAIN = '''import sys, time
+variant = sys.argv[sys.argv.index('--variant') + 1]
+print('built', ' '.join(sys.argv[1:]), flush=True)
+if variant == {fail!r}:
+	sys.exit(3)
+if variant == {sleep!r}:
+	time.sleep(60)
+'''
+
+
+class BackgroundTest(unittest.TestCase):
+	def setUp(self):
+		self.tmp = tempfile.TemporaryDirectory()
+		top = Path(self.tmp.name)
+		self.layout = Layout(top, top / 'out')
+
+	def tearDown(self):
+		self.tmp.cleanup()
+
+	def fake(self, fail: str = '', sleep: str = '') -> None:
+		main = Path(self.tmp.name) / 'main.py'
+		main.write_text(FAKE_MAIN.format(fail=fail, sleep=sleep))
+		patcher = mock.patch.object(background, 'MAIN', main)
+		patcher.start()
+		self.addCleanup(patcher.stop)
+
+	def run_waited(self, vs, jobs=None) -> str:
+		out = io.StringIO()
+		with contextlib.redirect_stdout(out):
+			with background.Background(self.layout, vs, jobs, False) as b:
+				b.wait()
+		return out.getvalue()
+
+	def test_output_is_printed_when_waited_for(self):
+		self.fake()
+		out = self.run_waited([VARIANTS['debug']], jobs=3)
+		self.assertIn('building debug meanwhile', out)
+		self.assertTrue(out.endswith('built build --variant debug -j 3\n'), out)
+
+	def test_a_failed_build_names_its_variant_and_stops_the_rest(self):
+		self.fake(fail='release')
+		with self.assertRaisesRegex(GkiError, r'the release build \(run meanwhile\) failed '
+					    r'\(exit 3\)'):
+			self.run_waited([VARIANTS['release'], VARIANTS['debug']])
+		self.assertNotIn('--variant debug', self.layout.log(None, 'background-build')
+				 .read_text())
+
+	def test_a_child_still_running_is_terminated_on_early_exit(self):
+		self.fake(sleep='debug')
+		start = time.monotonic()
+		with contextlib.redirect_stdout(io.StringIO()):
+			with self.assertRaisesRegex(RuntimeError, 'host tests broke'):
+				with background.Background(self.layout, [VARIANTS['debug']], None,
+							   False) as b:
+					while b._proc is None:
+						time.sleep(0.01)
+					raise RuntimeError('host tests broke')
+		self.assertLess(time.monotonic() - start, 30)
+		self.assertIsNotNone(b._proc.poll())
+
+
+if __name__ == '__main__':
+	unittest.main()
