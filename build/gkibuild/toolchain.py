@@ -65,6 +65,13 @@ def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR) -> dict[str, 
 	return env
 
 
+# Debug info without column numbers: a distcc host counts columns in the
+# preprocessed text, where macros are expanded, so they would differ from
+# a local compile's (with DWARF 4, gki.config, the rest of the debug info
+# is the same).  Line numbers, which debuggers and stack traces use, stay.
+DEBUG_FLAGS = '-gno-column-info'
+
+
 def prefix_map_flags(pairs: list[tuple[Path, str]]) -> str:
 	return ' '.join(f'-ffile-prefix-map={src}={dst}' for src, dst in pairs)
 
@@ -80,9 +87,10 @@ DISTCC_FLAGS = f'-fdebug-compilation-dir={OBJ_MAP} -Qunused-arguments'
 def make_vars(env: dict[str, str], src: Path, obj: Path,
 	      extra_maps: list[tuple[Path, str]] | None = None) -> list[str]:
 	"""make command-line variables for a kernel or external-module build."""
-	flags = prefix_map_flags([(src, SRC_MAP), (obj, OBJ_MAP)] + (extra_maps or []))
+	aflags = prefix_map_flags([(src, SRC_MAP), (obj, OBJ_MAP)] + (extra_maps or []))
 	if 'DISTCC_HOSTS' in env:
-		flags += ' ' + DISTCC_FLAGS
+		aflags += ' ' + DISTCC_FLAGS
+	cflags = f'{aflags} {DEBUG_FLAGS}'
 	if 'CCACHE_DISABLE' not in env:
 		cc = 'ccache clang'
 	elif 'DISTCC_HOSTS' in env:
@@ -91,7 +99,7 @@ def make_vars(env: dict[str, str], src: Path, obj: Path,
 		cc = f'distcc {LLVM_BIN}/clang'
 	else:
 		cc = 'clang'
-	return ['ARCH=arm64', 'LLVM=1', f'CC={cc}', f'KCFLAGS={flags}', f'KAFLAGS={flags}']
+	return ['ARCH=arm64', 'LLVM=1', f'CC={cc}', f'KCFLAGS={cflags}', f'KAFLAGS={aflags}']
 
 
 def _version(tool: str, env: dict[str, str]) -> str:

@@ -2,9 +2,8 @@
 """distcc for real: distccd daemons on loopback addresses (127.0.0.2 and
 127.0.0.3, each allowing only 127.0.0.1, on free ports) compile the vendor
 modules and a slice of the kernel; the objects must be the ones the local
-build made, bit for bit once their debug info is set aside (BUILD.md,
-"distcc", says why the debug info differs), and the daemons' own logs must
-show the jobs.  A host with another clang is refused; a host that is down,
+build made, bit for bit, debug info included (BUILD.md, "distcc", says what
+makes that so), and the daemons' own logs must show the jobs.  A host with another clang is refused; a host that is down,
 or dies after its probe, leaves its compiles here and the build still
 succeeds.
 
@@ -66,6 +65,10 @@ class HostsTest(unittest.TestCase):
 				 (t.remote, t.local, t.fell_back))
 		self.assertEqual('distcc: 3 compiles remote (127.0.0.2:3632 2, 127.0.0.3:4000 1), 1 here, of '
 				 'which 1 after a host failed (distcc fell back)', t.line())
+
+
+def same_bytes(a: Path, b: Path) -> bool:
+	return a.read_bytes() == b.read_bytes()
 
 
 def free_port(addr: str) -> int:
@@ -156,7 +159,7 @@ class FarmTest(unittest.TestCase):
 
 	def build_slice(self, env: dict[str, str], name: str) -> dict[str, bool]:
 		"""Rebuild SLICE in a copy of the release tree through env; for
-		each object, is its code the local build's?"""
+		each object, is it byte for byte the local build's?"""
 		k = Kernel(LAYOUT, RELEASE, env, 4)
 		s = Scratch(k, LAYOUT.out / 'distcc-test' / name).create()
 		self.addCleanup(s.remove)
@@ -165,11 +168,12 @@ class FarmTest(unittest.TestCase):
 		for o in objs:
 			(s.obj / o).unlink()
 		s.make(self.dir / f'slice-{name}.log', *(f'{d}/' for d in SLICE))
-		return {str(o): distcc.same_code(s.obj / o, k.obj / o) for o in objs}
+		return {str(o): same_bytes(s.obj / o, k.obj / o) for o in objs}
 
 	def build_vendor_modules(self, env: dict[str, str], name: str) -> dict[str, bool]:
 		"""Rebuild every vendor module through env in a copy of their
-		output folders; for each .ko, is its code the local build's?"""
+		output folders; for each .ko, is it byte for byte the local
+		build's?"""
 		k = Kernel(LAYOUT, RELEASE, env, 4)
 		real = LAYOUT.ext(RELEASE)
 		mirror = self.dir / f'ext-{name}'
@@ -186,11 +190,11 @@ class FarmTest(unittest.TestCase):
 			self.assertEqual(0, rc, log.read_text()[-3000:])
 			for ko in modules.built_modules(real / m.kind / m.name):
 				rel = ko.relative_to(real)
-				same[str(rel)] = distcc.same_code(mirror / rel, ko)
+				same[str(rel)] = same_bytes(mirror / rel, ko)
 		self.assertTrue(same)
 		return same
 
-	def test_compiles_go_remote_and_give_the_local_code(self):
+	def test_compiles_go_remote_and_give_the_local_bits(self):
 		a, b = self.daemon('127.0.0.2'), self.daemon('127.0.0.3')
 		hosts = distcc.check(distcc.parse_hosts(f'{a.spec} {b.spec}'), self.env)
 		self.assertEqual([a.spec, b.spec], [h.spec for h in hosts])
@@ -238,7 +242,7 @@ class FarmTest(unittest.TestCase):
 	def test_a_down_host_leaves_its_compiles_here(self):
 		"""A host down at the probe is left out; one that dies after it
 		makes distcc compile here (its fallback); the build succeeds,
-		with the local code, and says so."""
+		bit-identical to the local build, and says so."""
 		dying = self.daemon('127.0.0.2')
 		down = f'127.0.0.4:{free_port("127.0.0.4")}'
 		hosts = distcc.check(distcc.parse_hosts(f'{dying.spec} {down}'), self.env)

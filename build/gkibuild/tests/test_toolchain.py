@@ -42,8 +42,9 @@ class ToolchainTest(unittest.TestCase):
 	def test_prefix_maps_have_no_trailing_slash(self):
 		flags = toolchain.make_vars({'CCACHE_DISABLE': '1'}, Path('/o/src/linux'),
 					    Path('/o/release/obj'))
-		self.assertIn('KCFLAGS=-ffile-prefix-map=/o/src/linux=/gki/src '
-			      '-ffile-prefix-map=/o/release/obj=/gki/obj', flags)
+		maps = '-ffile-prefix-map=/o/src/linux=/gki/src -ffile-prefix-map=/o/release/obj=/gki/obj'
+		self.assertIn(f'KCFLAGS={maps} -gno-column-info', flags)
+		self.assertIn(f'KAFLAGS={maps}', flags)
 		self.assertIn('CC=clang', flags)
 
 
