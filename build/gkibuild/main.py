@@ -266,6 +266,10 @@ def cmd_repro(args: argparse.Namespace, layout: Layout) -> int:
 	for name, farm in (('a', ''), ('b', args.distcc or '')):
 		sub = Layout(layout.top, layout.out / 'repro' / name)
 		shutil.rmtree(sub.out, ignore_errors=True)
+		# The arm64 packages build/deps.sh unpacked (liblz4 for the
+		# device tools): inputs, not outputs of the build compared.
+		sub.out.mkdir(parents=True)
+		(sub.out / 'guest-pkgs').symlink_to(layout.out / 'guest-pkgs')
 		d = build(sub, variants('release'), args.jobs, args.accept_source_update,
 			  use_ccache=False, distcc_hosts=farm)['release']
 		sums.append(shipped(d))
