@@ -156,13 +156,56 @@ const struct dentry_operations incfs_dentry_ops = {
 	.d_revalidate	= incfs_d_revalidate,
 };
 
+/*
+ * readdir copies names to user memory, which may fault on a page of an
+ * incfs file whose block is absent and wait for the loader for up to
+ * read_timeout_ms.  So names are copied out of the tree in batches under
+ * tree_mutex and emitted without it: lookups, instructions and sync never
+ * wait for a reader's page fault.
+ */
+#define INCFS_READDIR_BATCH	16
+
+struct incfs_readdir_batch {
+	unsigned int n;
+	struct {
+		u64 cookie;
+		u64 ino;
+		unsigned char type;
+		u8 len;
+		char name[NAME_MAX];
+	} e[INCFS_READDIR_BATCH];
+};
+
+/* The names of dir from position pos on, at most a batch of them. */
+static void incfs_readdir_batch(struct incfs_mount *mi, struct incfs_node *dir,
+				loff_t pos, struct incfs_readdir_batch *b)
+{
+	struct incfs_dirent *de;
+
+	b->n = 0;
+	mutex_lock(&mi->tree_mutex);
+	list_for_each_entry(de, &dir->entries, sibling) {
+		if (de->cookie + 3 < pos)
+			continue;
+		b->e[b->n].cookie = de->cookie;
+		b->e[b->n].ino = de->child->ino;
+		b->e[b->n].type = S_ISDIR(de->child->mode) ? DT_DIR : DT_REG;
+		b->e[b->n].len = de->len;
+		memcpy(b->e[b->n].name, de->name, de->len);
+		if (++b->n == INCFS_READDIR_BATCH)
+			break;
+	}
+	mutex_unlock(&mi->tree_mutex);
+}
+
 /* Positions: 0 ".", 1 "..", 2 ".cmd" in the root, 3 + cookie for names. */
 static int incfs_readdir(struct file *file, struct dir_context *ctx)
 {
 	struct inode *inode = file_inode(file);
 	struct incfs_mount *mi = incfs_sb(inode->i_sb);
 	struct incfs_node *dir = incfs_node(inode);
-	struct incfs_dirent *de;
+	struct incfs_readdir_batch *b;
+	unsigned int i;
 
 	if (!dir_emit_dots(file, ctx))
 		return 0;
@@ -172,16 +215,20 @@ static int incfs_readdir(struct file *file, struct dir_context *ctx)
 			return 0;
 		ctx->pos = 3;
 	}
-	mutex_lock(&mi->tree_mutex);
-	list_for_each_entry(de, &dir->entries, sibling) {
-		if (de->cookie + 3 < ctx->pos)
-			continue;
-		if (!dir_emit(ctx, de->name, de->len, de->child->ino,
-			      S_ISDIR(de->child->mode) ? DT_DIR : DT_REG))
-			break;
-		ctx->pos = de->cookie + 4;
-	}
-	mutex_unlock(&mi->tree_mutex);
+	b = kmalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	do {
+		incfs_readdir_batch(mi, dir, ctx->pos, b);
+		for (i = 0; i < b->n; i++) {
+			if (!dir_emit(ctx, b->e[i].name, b->e[i].len, b->e[i].ino,
+				      b->e[i].type))
+				goto out;
+			ctx->pos = b->e[i].cookie + 4;
+		}
+	} while (b->n == INCFS_READDIR_BATCH);
+out:
+	kfree(b);
 	return 0;
 }
 

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * incfs against hostile callers.  What any user can make it do must not
+ * stall others: a user who can read a directory can hand
+ * getdents64() a buffer that is a private mapping of an incfs file whose
+ * next page is an absent block; copying the names faults there and waits
+ * for the loader (up to read_timeout_ms).  Lookups, instructions and
+ * sync() go on meanwhile: readdir copies names under the tree's lock,
+ * never to user memory.
+ */
+#include <grp.h>
+#include <sys/mman.h>
+
+#include "incfs_test.h"
+#include "kselftest_harness.h"
+
+/* Long enough that anything queued behind the reader would still wait. */
+#define SLOW_MS		10000
+#define USER		1000
+
+FIXTURE(hostile) {
+	struct incfs_mnt m;
+	struct incfs_file f;	/* "f": 2 blocks, block 0 present, 1 absent */
+	__u64 d;		/* "d": a directory with a few names */
+};
+
+FIXTURE_SETUP(hostile)
+{
+	struct incfs_file g;
+	char name[16];
+
+	ASSERT_EQ(0, incfs_setup(&self->m, SLOW_MS)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, incfs_make_file(self->m.cmd, INCFS_ROOT_INODE, "f", &self->f, 2 * INCFS_BS, 7,
+				     false)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, incfs_send_range(self->m.cmd, &self->f, 0, 1, INCFS_SEND_NONE))
+		TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, incfs_make_dir(self->m.cmd, INCFS_ROOT_INODE, "d", &self->d))
+		TH_LOG("%s", incfs_err);
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		ASSERT_EQ(0, incfs_make_file(self->m.cmd, self->d, name, &g, 1, i, true))
+			TH_LOG("%s", incfs_err);
+	}
+}
+
+FIXTURE_TEARDOWN_PARENT(hostile)
+{
+	incfs_teardown(&self->m);
+}
+
+/*
+ * As an unprivileged user: getdents64() of "d" into f's private mapping,
+ * placed so that ".", ".." land at the end of the present page 0 and the
+ * first name on page 1, whose block is absent.  Exits 0 when the call
+ * returned the names once the block came.
+ */
+static _Noreturn void faulting_reader(const struct incfs_mnt *m)
+{
+	char path[200];
+	char *map;
+	int dfd, fd;
+	long n;
+
+	if (setgroups(0, NULL) || setresgid(USER, USER, USER) || setresuid(USER, USER, USER))
+		incfs_child_exit("reader", -EPERM);
+	snprintf(path, sizeof(path), "%s/d", m->dir);
+	dfd = open(path, O_RDONLY | O_DIRECTORY);
+	snprintf(path, sizeof(path), "%s/f", m->dir);
+	fd = open(path, O_RDONLY);
+	if (dfd < 0 || fd < 0)
+		incfs_child_exit("reader", -errno);
+	map = mmap(NULL, 2 * INCFS_BS, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		incfs_child_exit("reader", -errno);
+	map[0] = 1;	/* page 0 is present: fault it in (a private copy) now */
+	/* Two 24-byte records for the dots, then the names on page 1. */
+	n = syscall(SYS_getdents64, dfd, map + INCFS_BS - 48, 4096);
+	incfs_child_exit("reader", n > 48 ? 0 : n < 0 ? -errno : -ENODATA);
+}
+
+TEST_F(hostile, readdir_faulting_on_an_absent_block_blocks_no_one)
+{
+	struct incfs_file late;
+	struct stat st;
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		faulting_reader(&self->m);
+	/* The reader waits for block 1 (under tree_mutex, were it held). */
+	ASSERT_EQ(0, incfs_wait_pending_block(&self->m, self->f.ino, 1, 10000))
+		TH_LOG("%s", incfs_err);
+
+	/* An instruction, a lookup never made before, sync(): none waits. */
+	EXPECT_EQ(0, incfs_make_file(self->m.cmd, INCFS_ROOT_INODE, "late", &late, 1, 9, false))
+		TH_LOG("%s", incfs_err);
+	EXPECT_EQ(0, stat(incfs_path(&self->m, "d/n3"), &st)) TH_LOG("%s", strerror(errno));
+	sync();
+	/* Done while the reader still waits: nothing queued behind it. */
+	EXPECT_EQ(0, waitpid(pid, &status, WNOHANG));
+	EXPECT_EQ(0, incfs_wait_pending_block(&self->m, self->f.ino, 1, 0))
+		TH_LOG("%s", incfs_err);
+
+	/* The block comes: the reader gets its names. */
+	ASSERT_EQ(0, incfs_send_range(self->m.cmd, &self->f, 1, 1, INCFS_SEND_NONE))
+		TH_LOG("%s", incfs_err);
+	status = incfs_wait_child(pid, 10000);
+	EXPECT_EQ(0, status) TH_LOG("reader: %s", incfs_strerr(status));
+}
+
+TEST_HARNESS_MAIN
