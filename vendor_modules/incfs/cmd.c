@@ -33,10 +33,21 @@ static bool may_change(struct file *file)
 
 static int incfs_cmd_open(struct inode *inode, struct file *file)
 {
+	struct incfs_mount *mi = incfs_sb(inode->i_sb);
 	struct incfs_cmd_file *cf = kzalloc(sizeof(*cf), GFP_KERNEL);
+	struct incfs_pending_read *oldest;
 
 	if (!cf)
 		return -ENOMEM;
+	/*
+	 * A new opener sees every read pending now: it has seen up to just
+	 * before the oldest, or all there were (serials wrap, so 0 is not
+	 * "before everything").
+	 */
+	spin_lock(&mi->pending_lock);
+	oldest = list_first_entry_or_null(&mi->pending, struct incfs_pending_read, list);
+	cf->last_seen = oldest ? oldest->serial - 1 : mi->last_serial;
+	spin_unlock(&mi->pending_lock);
 	file->private_data = cf;
 	/* No file position: a blocked read() must not hold up write(). */
 	return stream_open(inode, file);
@@ -153,7 +164,7 @@ static bool fresh_reads(struct incfs_mount *mi, struct incfs_cmd_file *cf)
 	if (list_empty(&mi->pending))
 		return false;
 	last = list_last_entry(&mi->pending, struct incfs_pending_read, list);
-	return last->serial > cf->last_seen;
+	return incfs_serial_after(last->serial, cf->last_seen);
 }
 
 static bool can_read(struct incfs_mount *mi, struct incfs_cmd_file *cf)
@@ -166,7 +177,11 @@ static bool can_read(struct incfs_mount *mi, struct incfs_cmd_file *cf)
 	return ret;
 }
 
-/* Copy out up to n pending reads newer than last_seen, oldest first. */
+/*
+ * Copy out up to n pending reads newer than last_seen, oldest first.  They
+ * count as seen only once they reached the caller (seen()): a read() whose
+ * buffer faults returns EFAULT and leaves them for the next.
+ */
 static size_t collect(struct incfs_mount *mi, struct incfs_cmd_file *cf,
 		      struct incfs_pending_read_info *out, size_t n)
 {
@@ -177,17 +192,24 @@ static size_t collect(struct incfs_mount *mi, struct incfs_cmd_file *cf,
 	list_for_each_entry(pr, &mi->pending, list) {
 		if (got == n)
 			break;
-		if (pr->serial <= cf->last_seen)
+		if (!incfs_serial_after(pr->serial, cf->last_seen))
 			continue;
 		out[got].file_ino = pr->ino;
 		out[got].block_index = pr->index;
 		out[got].serial_number = pr->serial;
 		got++;
 	}
-	if (got)
-		cf->last_seen = out[got - 1].serial_number;
 	spin_unlock(&mi->pending_lock);
 	return got;
+}
+
+/* The caller has the reads up to serial; never moves last_seen back. */
+static void seen(struct incfs_mount *mi, struct incfs_cmd_file *cf, u32 serial)
+{
+	spin_lock(&mi->pending_lock);
+	if (incfs_serial_after(serial, cf->last_seen))
+		cf->last_seen = serial;
+	spin_unlock(&mi->pending_lock);
 }
 
 static ssize_t incfs_cmd_read(struct file *file, char __user *buf,
@@ -223,6 +245,8 @@ static ssize_t incfs_cmd_read(struct file *file, char __user *buf,
 	ret = got * sizeof(*reads);
 	if (copy_to_user(buf, reads, ret))
 		ret = -EFAULT;
+	else
+		seen(mi, cf, reads[got - 1].serial_number);
 out:
 	kfree(reads);
 	return ret;

@@ -2,7 +2,8 @@
 /*
  * KUnit tests of the incfs on-disk format code (format.c): encoding,
  * checksums, name rules, and the walk of the metadata chain over images
- * built in memory, whole, cut at every byte and corrupted.
+ * built in memory, whole, cut at every byte and corrupted.  A second suite
+ * covers the pure helpers of incfs.h (pending-read serials).
  *
  * format.c is included rather than linked, so that this module has its own
  * copy of the code (see Kbuild).
@@ -13,6 +14,7 @@
 #include <linux/stat.h>
 
 #include "format.c"
+#include "incfs.h"
 
 #define IMG_CAP		(32 * 1024)
 #define IMG_MAX_RECS	16
@@ -1254,7 +1256,29 @@ static struct kunit_suite incfs_format_suite = {
 	.test_cases = incfs_format_cases,
 };
 
-kunit_test_suite(incfs_format_suite);
+/* Serials wrap after 2^32 pending reads; order must survive the wrap. */
+static void test_serial_after(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, incfs_serial_after(2, 1));
+	KUNIT_EXPECT_FALSE(test, incfs_serial_after(1, 1));
+	KUNIT_EXPECT_FALSE(test, incfs_serial_after(1, 2));
+	KUNIT_EXPECT_TRUE(test, incfs_serial_after(0, U32_MAX));
+	KUNIT_EXPECT_TRUE(test, incfs_serial_after(5, U32_MAX - 5));
+	KUNIT_EXPECT_FALSE(test, incfs_serial_after(U32_MAX, 0));
+	KUNIT_EXPECT_FALSE(test, incfs_serial_after(U32_MAX - 5, 5));
+}
+
+static struct kunit_case incfs_helper_cases[] = {
+	KUNIT_CASE(test_serial_after),
+	{}
+};
+
+static struct kunit_suite incfs_helper_suite = {
+	.name = "incfs_helpers",
+	.test_cases = incfs_helper_cases,
+};
+
+kunit_test_suites(&incfs_format_suite, &incfs_helper_suite);
 
 MODULE_DESCRIPTION("KUnit tests of the incfs on-disk format");
 MODULE_LICENSE("GPL");

@@ -85,6 +85,15 @@ struct incfs_dirty {
 	u32 index;
 };
 
+/*
+ * Pending-read serials count up and wrap after 2^32 reads: a is newer than
+ * b when it is less than 2^31 ahead (as time_after() does for jiffies).
+ */
+static inline bool incfs_serial_after(u32 a, u32 b)
+{
+	return (s32)(a - b) > 0;
+}
+
 /* A read waiting for a block; lives on the reader's stack. */
 struct incfs_pending_read {
 	struct list_head list;		/* in mi->pending, oldest first */

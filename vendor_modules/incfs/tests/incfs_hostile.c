@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * incfs against hostile callers.  What any user can make it do must not
- * stall others: a user who can read a directory can hand
+ * incfs against hostile or faulty callers.  What any user can make it do
+ * must not stall others: a user who can read a directory can hand
  * getdents64() a buffer that is a private mapping of an incfs file whose
  * next page is an absent block; copying the names faults there and waits
  * for the loader (up to read_timeout_ms).  Lookups, instructions and
  * sync() go on meanwhile: readdir copies names under the tree's lock,
- * never to user memory.
+ * never to user memory.  And a loader's mistake loses nothing: a read() of
+ * .cmd into a bad buffer fails with EFAULT and leaves the pending reads
+ * for the next read().
  */
 #include <grp.h>
 #include <sys/mman.h>
@@ -108,6 +110,39 @@ TEST_F(hostile, readdir_faulting_on_an_absent_block_blocks_no_one)
 		TH_LOG("%s", incfs_err);
 	status = incfs_wait_child(pid, 10000);
 	EXPECT_EQ(0, status) TH_LOG("reader: %s", incfs_strerr(status));
+}
+
+TEST_F(hostile, cmd_read_into_a_bad_buffer_loses_no_pending_read)
+{
+	struct incfs_pending_read_info r[4];
+	void *bad;
+	pid_t pid;
+	int fd, status;
+
+	pid = incfs_fork_reader(incfs_path(&self->m, "f"), &self->f, INCFS_BS, INCFS_BS);
+	ASSERT_LE(0, pid);
+	ASSERT_EQ(0, incfs_wait_pending_block(&self->m, self->f.ino, 1, 10000))
+		TH_LOG("%s", incfs_err);
+	bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, bad);
+	fd = incfs_open_cmd(&self->m, O_RDWR | O_NONBLOCK);
+	ASSERT_LE(0, fd) TH_LOG("%s", incfs_err);
+
+	EXPECT_EQ(-1, read(fd, bad, sizeof(r)));
+	EXPECT_EQ(EFAULT, errno);
+	/* The same descriptor still has the read to serve. */
+	ASSERT_EQ(1, incfs_read_pending(fd, r, 4)) TH_LOG("%s", incfs_err);
+	EXPECT_EQ(self->f.ino, r[0].file_ino);
+	EXPECT_EQ(1, r[0].block_index);
+	/* Once returned, it is not returned again. */
+	EXPECT_EQ(-1, read(fd, r, sizeof(r)));
+	EXPECT_EQ(EAGAIN, errno);
+
+	ASSERT_EQ(0, incfs_send_range(self->m.cmd, &self->f, 1, 1, INCFS_SEND_NONE))
+		TH_LOG("%s", incfs_err);
+	status = incfs_wait_child(pid, 10000);
+	EXPECT_EQ(0, status) TH_LOG("reader: %s", incfs_strerr(status));
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
