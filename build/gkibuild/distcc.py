@@ -5,9 +5,11 @@ ccache stays the compiler's front end and hands each miss to distcc
 (CCACHE_PREFIX), which preprocesses here and sends the unit to a host.  A
 host must run the same compiler: each compiles a probe first, and the
 compiler named in the probe's .comment section must be the local one, or the
-build stops.  The machine code is then the local build's; the debug info is
-not quite (BUILD.md, "distcc": a preprocessed unit has no source files to
-checksum, and its columns are the preprocessor's).
+build stops.  The machine code is then the local build's, and so is almost
+all the debug info: DWARF 4 without columns (gki.config, toolchain.py) is
+the same whether the compiler read the source or the preprocessed unit,
+except for the line of a token in a macro argument that spans lines, which
+the preprocessed text puts on the macro's line (BUILD.md, "distcc").
 
 ccache names the compiler by its absolute path, /usr/lib/llvm-19/bin/clang,
 so a host's distccd must list that path in DISTCC_CMDLIST (BUILD.md).
@@ -187,14 +189,15 @@ def tally(text: str) -> Tally:
 
 
 def without_debug(path: Path) -> bytes:
-	"""An object or module with its debug sections stripped, and its GNU
-	build ID, which the linker computes over the whole file, debug info
-	included: what a farm build must reproduce exactly (the module
-	docstring says why the debug info may differ)."""
+	"""An ELF file with its debug sections stripped, and its GNU build ID
+	(a module's .note.gnu.build-id; vmlinux keeps it in .notes), which the
+	linker computes over the whole file, debug info included: what differs
+	when only the debug info does (repro's diagnosis)."""
 	with tempfile.TemporaryDirectory(prefix='gki-distcc-') as d:
 		out = Path(d) / path.name
 		subprocess.run([str(toolchain.LLVM_BIN / 'llvm-objcopy'), '--strip-debug',
-				'--remove-section=.note.gnu.build-id', str(path), str(out)], check=True)
+				'--remove-section=.note.gnu.build-id', '--remove-section=.notes',
+				str(path), str(out)], check=True)
 		return out.read_bytes()
 
 
