@@ -55,6 +55,16 @@ static int open_backing(struct fs_context *fc, unsigned int fd)
 		return errorfc(fc, "backing_fd must be open for reading and writing"),
 		       -EBADF;
 	}
+	/*
+	 * incfs rewrites blockmap entries and record links in place, which
+	 * an append-only file forbids (its opener had O_APPEND) and an
+	 * immutable one forbids altogether (made so after the open); the
+	 * private open below would not see either.
+	 */
+	if (IS_APPEND(file_inode(user)) || IS_IMMUTABLE(file_inode(user))) {
+		fput(user);
+		return errorfc(fc, "backing file is append-only or immutable"), -EPERM;
+	}
 	bf = dentry_open(&user->f_path, O_RDWR | O_LARGEFILE, current_cred());
 	fput(user);
 	if (IS_ERR(bf))

@@ -8,9 +8,11 @@
  * sync() go on meanwhile: readdir copies names under the tree's lock,
  * never to user memory.  And a loader's mistake loses nothing: a read() of
  * .cmd into a bad buffer fails with EFAULT and leaves the pending reads
- * for the next read().
+ * for the next read().  A backing file its owner made append-only or
+ * immutable is refused at mount: incfs would rewrite it in place.
  */
 #include <grp.h>
+#include <linux/fs.h>
 #include <sys/mman.h>
 
 #include "incfs_test.h"
@@ -143,6 +145,65 @@ TEST_F(hostile, cmd_read_into_a_bad_buffer_loses_no_pending_read)
 	status = incfs_wait_child(pid, 10000);
 	EXPECT_EQ(0, status) TH_LOG("reader: %s", incfs_strerr(status));
 	close(fd);
+}
+
+/* Set or clear an inode flag (FS_APPEND_FL, FS_IMMUTABLE_FL): 0 or -errno. */
+static int set_flag(int fd, int flag, bool on)
+{
+	int flags;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags))
+		return -errno;
+	flags = on ? flags | flag : flags & ~flag;
+	return ioctl(fd, FS_IOC_SETFLAGS, &flags) ? -errno : 0;
+}
+
+/* mount() with backing_fd fd: 0 or -errno; a mount that worked is undone. */
+static int try_mount(const char *dir, int fd)
+{
+	char opts[64];
+	int ret;
+
+	snprintf(opts, sizeof(opts), "backing_fd=%d,read_timeout_ms=100", fd);
+	ret = incfs_mount_opts(dir, opts);
+	if (!ret)
+		umount(dir);
+	return ret;
+}
+
+TEST(append_only_or_immutable_backing_file_is_refused)
+{
+	char top[128], dir[160], backing[160];
+	int fd;
+
+	ASSERT_EQ(0, incfs_load_module()) TH_LOG("%s", incfs_err);
+	/* ext4 (the scratch disk): tmpfs need not support the flags. */
+	snprintf(top, sizeof(top), "%s/incfs.XXXXXX", incfs_scratch());
+	ASSERT_NE(NULL, mkdtemp(top)) TH_LOG("%s: %s", top, strerror(errno));
+	snprintf(dir, sizeof(dir), "%s/mnt", top);
+	snprintf(backing, sizeof(backing), "%s/backing.img", top);
+	ASSERT_EQ(0, mkdir(dir, 0755));
+	fd = open(backing, O_RDWR | O_CREAT, 0600);
+	ASSERT_LE(0, fd);
+
+	/* Append-only: writable only through O_APPEND, as opened here. */
+	ASSERT_EQ(0, set_flag(fd, FS_APPEND_FL, true));
+	close(fd);
+	fd = open(backing, O_RDWR | O_APPEND);
+	ASSERT_LE(0, fd) TH_LOG("open: %s", strerror(errno));
+	EXPECT_EQ(-EPERM, try_mount(dir, fd));
+	ASSERT_EQ(0, set_flag(fd, FS_APPEND_FL, false));
+	/* Immutable after the open. */
+	ASSERT_EQ(0, set_flag(fd, FS_IMMUTABLE_FL, true));
+	EXPECT_EQ(-EPERM, try_mount(dir, fd));
+	ASSERT_EQ(0, set_flag(fd, FS_IMMUTABLE_FL, false));
+	/* Neither: the same descriptor mounts. */
+	EXPECT_EQ(0, try_mount(dir, fd));
+
+	close(fd);
+	unlink(backing);
+	rmdir(dir);
+	rmdir(top);
 }
 
 TEST_HARNESS_MAIN
