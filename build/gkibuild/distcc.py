@@ -34,7 +34,9 @@ PROBE_TIMEOUT_S = 60
 
 _HOST = re.compile(r'(?P<host>[A-Za-z0-9._-]+)(?::(?P<port>\d+))?(?:/(?P<slots>\d+))?')
 _DONE = re.compile(r'compile \S+ on ([^\s/]+)(?:/\d+)? completed ok')
-_FELL_BACK = re.compile(r'failed to distribute .* running locally instead|retrying locally')
+# One line per file that fell back, whether the host was down or its
+# compile failed (which distcc also logs as 'retrying locally').
+_FELL_BACK = re.compile(r'failed to distribute .* running locally instead')
 
 
 @dataclasses.dataclass(frozen=True)

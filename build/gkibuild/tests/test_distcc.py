@@ -44,6 +44,10 @@ distcc[10] Warning: failed to distribute c.c to 127.0.0.3:4000, running locally 
 distcc[10] compile c.c on localhost completed ok
 distcc[11] compile /dev/null on localhost completed ok
 distcc[12] compile (null) on localhost completed ok
+distcc[13] ERROR: compile d.c on 127.0.0.2:3632/2 failed
+distcc[13] (dcc_build_somewhere) Warning: remote compilation of 'd.c' failed, retrying locally
+distcc[13] Warning: failed to distribute d.c to 127.0.0.2:3632/2, running locally instead
+distcc[13] compile d.c on localhost completed ok
 '''
 
 
@@ -61,10 +65,10 @@ class HostsTest(unittest.TestCase):
 
 	def test_tally_counts_where_compiles_ran(self):
 		t = distcc.tally(SAMPLE_LOG)
-		self.assertEqual(({'127.0.0.2:3632': 2, '127.0.0.3:4000': 1}, 1, 1),
+		self.assertEqual(({'127.0.0.2:3632': 2, '127.0.0.3:4000': 1}, 2, 2),
 				 (t.remote, t.local, t.fell_back))
-		self.assertEqual('distcc: 3 compiles remote (127.0.0.2:3632 2, 127.0.0.3:4000 1), 1 here, of '
-				 'which 1 after a host failed (distcc fell back)', t.line())
+		self.assertEqual('distcc: 3 compiles remote (127.0.0.2:3632 2, 127.0.0.3:4000 1), 2 here, of '
+				 'which 2 after a host failed (distcc fell back)', t.line())
 
 
 def same_bytes(a: Path, b: Path) -> bool:
