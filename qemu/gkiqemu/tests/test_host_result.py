@@ -201,17 +201,22 @@ class SplitTest(unittest.TestCase):
 	"""The tests of a module that needs every variant run only after the
 	other variants' build is waited for; the rest before."""
 
-	def test_every_variant_modules_run_after_the_wait(self):
-		events = []
+	def late_case(self, **methods: Callable) -> type[unittest.TestCase]:
+		"""A case of a module demo_all that says it needs every variant."""
 		demo_all = types.ModuleType('demo_all')
 		demo_all.NEEDS_EVERY_VARIANT = True
 		sys.modules['demo_all'] = demo_all
 		self.addCleanup(sys.modules.pop, 'demo_all')
+		late = case('Late', **methods)
+		late.__module__ = 'demo_all'
+		return late
+
+	def test_every_variant_modules_run_after_the_wait(self):
+		events = []
 
 		def record(self):
 			events.append(self.id())
-		late = case('Late', test_b=record)
-		late.__module__ = 'demo_all'
+		late = self.late_case(test_b=record)
 		early = case('Early', test_a=record, test_c=record)
 		loader = unittest.TestLoader()
 		suite = unittest.TestSuite([loader.loadTestsFromTestCase(late),
@@ -224,12 +229,7 @@ class SplitTest(unittest.TestCase):
 
 	def test_a_failed_wait_runs_no_late_test(self):
 		ran = []
-		demo_all = types.ModuleType('demo_all')
-		demo_all.NEEDS_EVERY_VARIANT = True
-		sys.modules['demo_all'] = demo_all
-		self.addCleanup(sys.modules.pop, 'demo_all')
-		late = case('Late', test_b=lambda self: ran.append(1))
-		late.__module__ = 'demo_all'
+		late = self.late_case(test_b=lambda self: ran.append(1))
 
 		def fail():
 			raise RuntimeError('the debug build failed')
