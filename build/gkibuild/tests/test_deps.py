@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
+import shutil
 import subprocess
+import tempfile
 import unittest
+from pathlib import Path
 
 import context  # noqa: F401 (sets the import path)
 
@@ -8,10 +11,19 @@ DEPS = context.TOP / 'build' / 'deps.sh'
 
 
 def bash(script: str, user: str | None = None) -> subprocess.CompletedProcess:
-	cmd = ['bash', '-c', f'TOP={context.TOP}; . {DEPS}; {script}']
-	if user:
-		cmd = ['setpriv', '--reuid', user, '--regid', user, '--clear-groups', *cmd]
-	return subprocess.run(cmd, capture_output=True, text=True)
+	deps = DEPS
+	with tempfile.TemporaryDirectory() as tmp:
+		if user:
+			# Another user may not reach the checkout (a mktemp -d
+			# clone is 0700): it reads a copy.
+			Path(tmp).chmod(0o755)
+			deps = Path(tmp) / 'deps.sh'
+			shutil.copyfile(DEPS, deps)
+			deps.chmod(0o644)
+		cmd = ['bash', '-c', f'TOP={context.TOP}; . {deps}; {script}']
+		if user:
+			cmd = ['setpriv', '--reuid', user, '--regid', user, '--clear-groups', *cmd]
+		return subprocess.run(cmd, capture_output=True, text=True, cwd='/')
 
 
 class DepsTest(unittest.TestCase):
