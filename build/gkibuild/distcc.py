@@ -1,15 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """Compiles spread over a distcc farm.
 
-ccache stays the compiler's front end and hands each miss to distcc
-(CCACHE_PREFIX), which preprocesses here and sends the unit to a host.  A
-host must run the same compiler: each compiles a probe first, and the
-compiler named in the probe's .comment section must be the local one, or the
-build stops.  The machine code is then the local build's, and so is almost
-all the debug info: DWARF 4 without columns (gki.config, toolchain.py) is
-the same whether the compiler read the source or the preprocessed unit,
-except for the line of a token in a macro argument that spans lines, which
-the preprocessed text puts on the macro's line (BUILD.md, "distcc").
+ccache stays the compiler's front end and hands each miss to its prefix
+command, build/cc-unit, which preprocesses here and hands the unit to
+distcc (DISTCC_HOSTS in its environment); distcc sends it to a host, or
+compiles it here if the host fails.  A local build compiles the same unit
+with the same command line (cc-unit without DISTCC_HOSTS), so a farm gives
+the local build's bits, debug info included.  A host must run the same
+compiler: each compiles a probe first, and the compiler named in the
+probe's .comment section must be the local one, or the build stops.
 
 ccache names the compiler by its absolute path, /usr/lib/llvm-19/bin/clang,
 so a host's distccd must list that path in DISTCC_CMDLIST (BUILD.md).
@@ -155,7 +154,7 @@ def build_env(hosts: list[Host], state: Path, log: Path) -> dict[str, str]:
 		return {}
 	state.mkdir(parents=True, exist_ok=True)
 	log.parent.mkdir(parents=True, exist_ok=True)
-	return {'CCACHE_PREFIX': 'distcc', 'DISTCC_HOSTS': ' '.join(h.spec for h in hosts),
+	return {'DISTCC_HOSTS': ' '.join(h.spec for h in hosts),
 		'DISTCC_DIR': str(state), 'DISTCC_LOG': str(log)}
 
 

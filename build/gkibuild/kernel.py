@@ -15,7 +15,7 @@ import progress
 import toolchain
 import treesync
 from layout import Layout, Variant
-from util import info, mtimes, rebuilt, run_logged, sha256_text, write_if_changed
+from util import info, mtimes, rebuilt, run_logged, sha256_file, sha256_text, write_if_changed
 
 
 TOOLCHAIN_STAMP = 'gki-toolchain.json'
@@ -40,9 +40,11 @@ class Kernel:
 	def check_toolchain(self, versions: dict[str, str]) -> None:
 		"""A different compiler or linker rebuilds everything: objects
 		built by another toolchain are dropped rather than trusted to
-		kbuild's CC_VERSION_TEXT tracking, which misses lld and objcopy."""
+		kbuild's CC_VERSION_TEXT tracking, which misses lld and objcopy.
+		A change to build/cc-unit, which runs every C compile, counts."""
 		stamp = self.obj / TOOLCHAIN_STAMP
-		text = json.dumps(versions, sort_keys=True)
+		unit = sha256_file(toolchain.CC_UNIT)[:16]
+		text = json.dumps({**versions, 'cc-unit': unit}, sort_keys=True)
 		try:
 			old = stamp.read_text()
 		except OSError:

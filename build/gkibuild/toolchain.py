@@ -12,6 +12,8 @@ from util import GkiError, capture
 
 LLVM_MAJOR = 19
 LLVM_BIN = Path(f'/usr/lib/llvm-{LLVM_MAJOR}/bin')
+# ccache's prefix command in a local build: the compile a distcc host does.
+CC_UNIT = Path(__file__).resolve().parent.parent / 'cc-unit'
 
 # Fixed identity so two builds of the same inputs are bit-identical.
 BUILD_IDENTITY = {
@@ -39,8 +41,9 @@ def llvm_bin(major: int) -> Path:
 
 def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR) -> dict[str, str]:
 	"""The whole environment of every compiler and make run: nothing from
-	the caller's environment leaks in.  major: another Debian LLVM, for
-	'abi compare --toolchain' only."""
+	the caller's environment leaks in.  use_ccache False: the cache is
+	written, never read, so every compile runs.  major: another Debian
+	LLVM, for 'abi compare --toolchain' only."""
 	env = {
 		'PATH': f'{llvm_bin(major)}:/usr/sbin:/usr/bin:/sbin:/bin',
 		'LC_ALL': 'C',
@@ -50,7 +53,7 @@ def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR) -> dict[str, 
 		'LOCALVERSION': '',
 		**BUILD_IDENTITY,
 	}
-	if use_ccache and shutil.which('ccache', path=env['PATH']):
+	if shutil.which('ccache', path=env['PATH']):
 		env.update({
 			'CCACHE_DIR': str(ccache_dir()),
 			# Paths are mapped by -ffile-prefix-map, so the compile
@@ -59,47 +62,53 @@ def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR) -> dict[str, 
 			# A re-extracted tree has new header mtimes.
 			'CCACHE_SLOPPINESS': 'include_file_mtime,include_file_ctime',
 			'CCACHE_MAXSIZE': '5G',
+			# Each C file compiles from its preprocessed text, as on
+			# a distcc host (make_vars); with DISTCC_HOSTS set
+			# (distcc.build_env), through distcc.
+			'CCACHE_PREFIX': str(CC_UNIT),
+			'CCACHE_EXTRAFILES': str(CC_UNIT),
 		})
-	else:
-		env['CCACHE_DISABLE'] = '1'
+		if not use_ccache:
+			env['CCACHE_RECACHE'] = '1'
 	return env
 
 
-# Debug info without column numbers: a distcc host counts columns in the
-# preprocessed text, where macros are expanded, so they would differ from
-# a local compile's (with DWARF 4, gki.config, the rest of the debug info
-# is the same).  Line numbers, which debuggers and stack traces use, stay.
-DEBUG_FLAGS = '-gno-column-info'
+# Every C file of the kernel and the modules compiles from its
+# preprocessed text, here (cc-unit, hermetic_env's CCACHE_PREFIX) as on a
+# distcc host: a token in a macro argument that spans lines is on the
+# macro's line in that text, and a compile of the source would put its own
+# line in the line table.  The flags that go with it, local or farm:
+#  - no column numbers in the debug info: columns count in the expanded
+#    text (with DWARF 4, gki.config, the rest of the debug info is the same);
+#  - the compile directory named: a distcc host compiles in its own;
+#  - the kernel's preprocessor options (-fmacro-prefix-map) are unused by
+#    that compile, which -Werror=unused-command-line-argument would make an
+#    error;
+#  - warnings that clang gives only outside macros would fire on every
+#    expanded macro (no_printk's "({ if (0) ...; 0; })" alone, thousands):
+#    off.  BUILD.md, "distcc", says what that costs.
+PREPROCESSED_FLAGS = f'-fdebug-compilation-dir={OBJ_MAP} -Qunused-arguments'
+PREPROCESSED_CFLAGS = ('-gno-column-info -Wno-unused-value -Wno-self-assign '
+		       '-Wno-tautological-compare -Wno-parentheses-equality '
+		       '-Wno-tautological-overlap-compare -Wno-constant-logical-operand '
+		       '-Wno-misleading-indentation')
 
 
 def prefix_map_flags(pairs: list[tuple[Path, str]]) -> str:
 	return ' '.join(f'-ffile-prefix-map={src}={dst}' for src, dst in pairs)
 
 
-# With a distcc farm (distcc.build_env puts DISTCC_HOSTS in env) a host
-# compiles the preprocessed unit: its compile directory is its own, so
-# name ours; and the kernel's preprocessor option -fmacro-prefix-map is
-# unused there, which -Werror=unused-command-line-argument would make an
-# error.
-DISTCC_FLAGS = f'-fdebug-compilation-dir={OBJ_MAP} -Qunused-arguments'
-
-
 def make_vars(env: dict[str, str], src: Path, obj: Path,
 	      extra_maps: list[tuple[Path, str]] | None = None) -> list[str]:
-	"""make command-line variables for a kernel or external-module build."""
+	"""make command-line variables for a kernel or external-module build:
+	every compile through ccache and its prefix command, cc-unit."""
+	if 'CCACHE_DIR' not in env:
+		raise GkiError('ccache not found: every kernel compile goes through it '
+			       '(build/deps.sh installs it)')
 	aflags = prefix_map_flags([(src, SRC_MAP), (obj, OBJ_MAP)] + (extra_maps or []))
-	if 'DISTCC_HOSTS' in env:
-		aflags += ' ' + DISTCC_FLAGS
-	cflags = f'{aflags} {DEBUG_FLAGS}'
-	if 'CCACHE_DISABLE' not in env:
-		cc = 'ccache clang'
-	elif 'DISTCC_HOSTS' in env:
-		# Named by its path, as ccache names it, for the hosts'
-		# DISTCC_CMDLIST (and so that distcc adds no -target).
-		cc = f'distcc {LLVM_BIN}/clang'
-	else:
-		cc = 'clang'
-	return ['ARCH=arm64', 'LLVM=1', f'CC={cc}', f'KCFLAGS={cflags}', f'KAFLAGS={aflags}']
+	aflags += ' ' + PREPROCESSED_FLAGS
+	return ['ARCH=arm64', 'LLVM=1', 'CC=ccache clang',
+		f'KCFLAGS={aflags} {PREPROCESSED_CFLAGS}', f'KAFLAGS={aflags}']
 
 
 def _version(tool: str, env: dict[str, str]) -> str:

@@ -8,8 +8,10 @@ import os
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import context  # noqa: F401 (sets the import path)
+import toolchain
 import util
 from kernel import TOOLCHAIN_STAMP, Kernel
 from layout import VARIANTS, Layout
@@ -100,6 +102,20 @@ class ToolchainStampTest(unittest.TestCase):
 		self.assertFalse((self.obj / 'x.o').exists())
 		self.assertFalse((self.ext / 'x.o').exists())
 		self.assertIn('19.1.8', (self.obj / TOOLCHAIN_STAMP).read_text())
+
+	def test_new_cc_unit_drops_every_object(self):
+		"""build/cc-unit runs every C compile: a change to it is a
+		change of compiler."""
+		unit = Path(self.tmp.name) / 'cc-unit'
+		unit.write_text('#!/bin/bash\nexec "$@"\n')
+		with mock.patch.object(toolchain, 'CC_UNIT', unit):
+			self.check(V19)
+			self.built()
+			self.assertEqual('', self.check(dict(V19)))
+			unit.write_text('#!/bin/bash\nexec "$@" -O0\n')
+			self.assertIn('toolchain changed', self.check(dict(V19)))
+		self.assertFalse((self.obj / 'x.o').exists())
+		self.assertFalse((self.ext / 'x.o').exists())
 
 	def test_new_linker_version_drops_every_object(self):
 		self.check(V19)

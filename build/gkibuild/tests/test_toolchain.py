@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -40,12 +41,116 @@ class ToolchainTest(unittest.TestCase):
 		self.assertTrue(env['PATH'].startswith('/usr/lib/llvm-19/bin:'))
 
 	def test_prefix_maps_have_no_trailing_slash(self):
-		flags = toolchain.make_vars({'CCACHE_DISABLE': '1'}, Path('/o/src/linux'),
+		flags = toolchain.make_vars({'CCACHE_DIR': '/c'}, Path('/o/src/linux'),
 					    Path('/o/release/obj'))
 		maps = '-ffile-prefix-map=/o/src/linux=/gki/src -ffile-prefix-map=/o/release/obj=/gki/obj'
-		self.assertIn(f'KCFLAGS={maps} -gno-column-info', flags)
-		self.assertIn(f'KAFLAGS={maps}', flags)
-		self.assertIn('CC=clang', flags)
+		self.assertIn(f'KCFLAGS={maps} -fdebug-compilation-dir=/gki/obj ', ' '.join(flags))
+		self.assertIn(f'KAFLAGS={maps} -fdebug-compilation-dir=/gki/obj -Qunused-arguments',
+			      flags)
+
+	def test_every_compile_goes_through_cc_unit(self):
+		env = toolchain.hermetic_env()
+		self.assertEqual(str(toolchain.CC_UNIT), env['CCACHE_PREFIX'])
+		self.assertEqual(str(toolchain.CC_UNIT), env['CCACHE_EXTRAFILES'])
+		self.assertNotIn('CCACHE_RECACHE', env)
+		self.assertEqual('1', toolchain.hermetic_env(use_ccache=False)['CCACHE_RECACHE'])
+		flags = toolchain.make_vars(env, Path('/s'), Path('/o'))
+		self.assertIn('CC=ccache clang', flags)
+		kcflags = next(f for f in flags if f.startswith('KCFLAGS='))
+		self.assertIn(' -gno-column-info ', kcflags)
+
+	def test_no_ccache_stops_the_build(self):
+		with self.assertRaisesRegex(GkiError, 'ccache not found'):
+			toolchain.make_vars({'PATH': '/nonexistent'}, Path('/s'), Path('/o'))
+
+
+# Code after a macro call that spans lines: a compile of the source puts
+# the '-' on line 5, the preprocessed text (the call expanded on line 4)
+# on line 4 (the kernel's fs/jbd2/transaction.c has one).
+MACRO_CALL = """#include "div.h"
+int div_diff(int a, int b, int c)
+{
+	return DIV(a,
+		   b) -
+		DIV(c, b);
+}
+"""
+
+
+class CcUnitTest(unittest.TestCase):
+	"""build/cc-unit, ccache's prefix command: a C compile from the
+	preprocessed text, as a distcc host compiles."""
+
+	def setUp(self):
+		tmp = tempfile.TemporaryDirectory()
+		self.addCleanup(tmp.cleanup)
+		self.dir = Path(tmp.name)
+		(self.dir / 'div.h').write_text('#define DIV(n, d) (((n) + (d) - 1) / (d))\n')
+		(self.dir / 'div.c').write_text(MACRO_CALL)
+		self.env = toolchain.hermetic_env(use_ccache=False)
+		self.flags = ['--target=aarch64-linux-gnu', '-O2', '-g', '-gdwarf-4',
+			      '-gno-column-info', '-Qunused-arguments', '-DUNUSED=1']
+
+	def cc(self, *args: str, unit: bool = True) -> subprocess.CompletedProcess:
+		prefix = [str(toolchain.CC_UNIT)] if unit else []
+		return subprocess.run([*prefix, str(toolchain.LLVM_BIN / 'clang'), *args],
+				      cwd=self.dir, env=self.env, capture_output=True, text=True)
+
+	def compile(self, out: str, unit: bool = True) -> bytes:
+		r = self.cc(*self.flags, '-Wp,-MMD,.dep', '-c', '-o', out, 'div.c', unit=unit)
+		self.assertEqual(0, r.returncode, r.stderr)
+		return (self.dir / out).read_bytes()
+
+	def test_a_compile_is_of_the_preprocessed_text(self):
+		r = self.cc(*self.flags, '-E', '-o', 'div.i', 'div.c', unit=False)
+		self.assertEqual(0, r.returncode, r.stderr)
+		r = self.cc(*self.flags, '-c', '-o', 'by-hand.o', 'div.i', unit=False)
+		self.assertEqual(0, r.returncode, r.stderr)
+		by_hand = (self.dir / 'by-hand.o').read_bytes()
+		self.assertEqual(by_hand, self.compile('unit.o'))
+		self.assertTrue(by_hand != self.compile('source.o', unit=False),
+				'the source compile no longer differs: is cc-unit needed?')
+
+	def test_the_dependency_file_names_the_headers(self):
+		self.compile('unit.o')
+		self.assertIn('div.h', (self.dir / '.dep').read_text())
+		self.assertEqual([], list(self.dir.glob('*.i')))
+
+	def test_a_probe_answers_as_without_it(self):
+		"""kbuild's probes (CONFIG_CC_HAS_INT128's among them) run
+		unchanged: -Werror still sees the redefined macro."""
+		probe = ['-Werror', '-D__SIZEOF_INT128__=0', '-c', '-x', 'c', '/dev/null',
+			 '-o', '/dev/null']
+		self.assertNotEqual(0, self.cc(*probe, unit=False).returncode)
+		self.assertNotEqual(0, self.cc(*probe).returncode)
+		(self.dir / 'redef.c').write_text('int x;\n')
+		redef = ['-Werror', '-D__SIZEOF_INT128__=0', '-c', '-o', 'r.o', 'redef.c']
+		self.assertNotEqual(0, self.cc(*redef).returncode)
+
+	def test_with_a_farm_the_unit_goes_through_distcc(self):
+		"""DISTCC_HOSTS set: the compile of the unit goes through
+		distcc (here a stand-in that logs and compiles), named by the
+		object's path; the result is the local compile's."""
+		local = self.compile('local.o')
+		bin = self.dir / 'bin'
+		bin.mkdir()
+		(bin / 'distcc').write_text('#!/bin/sh\necho "$@" >> "$DISTCC_LOG"\nexec "$@"\n')
+		(bin / 'distcc').chmod(0o755)
+		self.env = {**self.env, 'PATH': f'{bin}:{self.env["PATH"]}',
+			    'DISTCC_HOSTS': '127.0.0.2', 'DISTCC_LOG': str(self.dir / 'log')}
+		(self.dir / 'sub').mkdir()
+		self.assertEqual(local, self.compile('sub/farm.o'))
+		line = (self.dir / 'log').read_text().split()
+		self.assertEqual(str(toolchain.LLVM_BIN / 'clang'), line[0])
+		self.assertTrue(line[-1].endswith('/sub/farm.i'), line)
+		self.assertNotIn('-Wp,-MMD,.dep', line)
+
+	def test_a_failed_compile_fails(self):
+		(self.dir / 'bad.c').write_text('int f(void) { return missing; }\n')
+		r = self.cc(*self.flags, '-c', '-o', 'bad.o', 'bad.c')
+		self.assertNotEqual(0, r.returncode)
+		self.assertIn("use of undeclared identifier 'missing'", r.stderr)
+		self.assertFalse((self.dir / 'bad.o').exists())
 
 
 if __name__ == '__main__':
