@@ -39,6 +39,11 @@
 #define INCFS_MAX_FILE_SIZE	(64ULL << 30)
 /* Data offsets are 48-bit in a blockmap entry. */
 #define INCFS_MAX_DATA_OFFSET	((1ULL << 48) - 1)
+/*
+ * Inode numbers an image may hold and NEW_FILE may give: far above what
+ * INCFS_MAX_FILES needs, far below where the next number would wrap.
+ */
+#define INCFS_MAX_INO		((1ULL << 32) - 1)
 
 enum incfs_metadata_type {
 	INCFS_MD_NONE = 0,

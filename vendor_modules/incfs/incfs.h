@@ -124,7 +124,11 @@ struct incfs_mount {
 	struct delayed_work flush_work;
 
 	struct mutex tree_mutex;	/* see the top of this file */
-	struct xarray nodes;		/* ino -> node; stores: tree_mutex */
+	/*
+	 * ino -> node; stores: tree_mutex.  NEW_FILE holds a reserved
+	 * (empty to xa_load) slot until its record is written.
+	 */
+	struct xarray nodes;
 	struct incfs_node *root;
 	unsigned int node_count;	/* with the root */
 	u64 next_ino;

@@ -32,7 +32,7 @@ static int apply_inode(struct incfs_mount *mi, struct incfs_walk *w)
 	struct incfs_node *node;
 	int err;
 
-	if (ino <= INCFS_ROOT_INODE || ino > ULONG_MAX)
+	if (ino <= INCFS_ROOT_INODE || ino > INCFS_MAX_INO)
 		return reject(w, w->rec_off, -EINVAL, "bad inode number");
 	if (incfs_tree_get(mi, ino))
 		return reject(w, w->rec_off, -EINVAL, "inode declared twice");

@@ -73,6 +73,45 @@ int incfs_tree_insert(struct incfs_mount *mi, struct incfs_node *node)
 	return err == -EBUSY ? -EEXIST : err;
 }
 
+/*
+ * Take the next inode number for a new file, its slot reserved in the
+ * xarray (xa_load() sees nothing there) so that reserve_commit() cannot
+ * fail once the file's record is written.
+ */
+static int reserve_ino(struct incfs_mount *mi, u64 *ino)
+{
+	int err;
+
+	mutex_lock(&mi->tree_mutex);
+	*ino = mi->next_ino;
+	if (*ino > INCFS_MAX_INO)
+		err = -ENOSPC;
+	else
+		err = xa_insert(&mi->nodes, *ino, NULL, GFP_KERNEL);
+	mutex_unlock(&mi->tree_mutex);
+	return err == -EBUSY ? -EEXIST : err;
+}
+
+static void reserve_release(struct incfs_mount *mi, u64 ino)
+{
+	mutex_lock(&mi->tree_mutex);
+	xa_release(&mi->nodes, ino);
+	mutex_unlock(&mi->tree_mutex);
+}
+
+static void reserve_commit(struct incfs_mount *mi, struct incfs_node *node)
+{
+	void *old;
+
+	mutex_lock(&mi->tree_mutex);
+	/* Filling a reserved slot allocates nothing. */
+	old = xa_cmpxchg(&mi->nodes, node->ino, XA_ZERO_ENTRY, node, GFP_KERNEL);
+	WARN_ON_ONCE(xa_is_err(old));
+	mi->node_count++;
+	mi->next_ino = max(mi->next_ino, node->ino + 1);
+	mutex_unlock(&mi->tree_mutex);
+}
+
 int incfs_tree_check_new(struct incfs_mount *mi, umode_t mode, u64 size)
 {
 	int err = 0;
@@ -248,11 +287,17 @@ int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
 	return 0;
 }
 
-/* INCFS_INSTRUCTION_NEW_FILE; the caller holds bf_mutex. */
+/*
+ * INCFS_INSTRUCTION_NEW_FILE; the caller holds bf_mutex.  The inode number
+ * is reserved before the record is written and the node stored after: a
+ * failure leaves neither a record nor a node, so no two records ever
+ * share a number.
+ */
 int incfs_new_file(struct incfs_mount *mi, u16 mode, u64 size, u64 *ino)
 {
 	struct incfs_inode rec;
 	struct incfs_node *node;
+	u64 new_ino;
 	int err;
 
 	lockdep_assert_held(&mi->bf_mutex);
@@ -261,21 +306,28 @@ int incfs_new_file(struct incfs_mount *mi, u16 mode, u64 size, u64 *ino)
 		return err;
 	if (S_ISDIR(mode))
 		size = 0;
-	node = incfs_node_alloc(mi, mi->next_ino, mode, size);
-	if (!node)
-		return -ENOMEM;
-
+	err = reserve_ino(mi, &new_ino);
+	if (err)
+		return err;
+	node = incfs_node_alloc(mi, new_ino, mode, size);
+	if (!node) {
+		err = -ENOMEM;
+		goto err_release;
+	}
 	incfs_encode_inode(&rec, node->ino, size, node->mode);
 	err = incfs_bf_append_md(mi, (union incfs_md_record *)&rec);
-	if (!err)
-		err = incfs_tree_insert(mi, node);
-	if (err) {
-		incfs_node_free(node);
-		return err;
-	}
+	if (err)
+		goto err_free;
+	reserve_commit(mi, node);
 	*ino = node->ino;
 	/* On failure the file stays; its blockmap is made on first write. */
 	return incfs_ensure_blockmap(node);
+
+err_free:
+	incfs_node_free(node);
+err_release:
+	reserve_release(mi, new_ino);
+	return err;
 }
 
 void incfs_tree_free(struct incfs_mount *mi)

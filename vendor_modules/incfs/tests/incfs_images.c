@@ -1627,6 +1627,94 @@ TEST_F(images, inode_size_mismatch)
 	image_free(im);
 }
 
+/* ===== inode numbers ===== */
+
+/* The largest inode number an image may hold (format.h). */
+#define MAX_INO		0xffffffffULL
+
+/* Give inode @from number @to in every record that names it. */
+static void renumber(struct image *im, uint64_t from, uint64_t to)
+{
+	int i;
+
+	for (i = 0; i < im->nrecs; i++) {
+		struct rec *r = &im->recs[i];
+		size_t at;
+
+		if (r->type == MD_INODE && le64toh(r->r.in.ino) == from)
+			at = offsetof(struct d_inode, ino);
+		else if (r->type == MD_BLOCKMAP && le64toh(r->r.bm.ino) == from)
+			at = offsetof(struct d_blockmap, ino);
+		else if (r->type == MD_DIR_ACTION && le64toh(r->r.da.dir) == from)
+			at = offsetof(struct d_dir_action, dir);
+		else if (r->type == MD_DIR_ACTION && le64toh(r->r.da.child) == from)
+			at = offsetof(struct d_dir_action, child);
+		else
+			continue;
+		put64(im->buf + r->off + at, to);
+		fix_crc(im, r);
+	}
+}
+
+/* An inode number past the bound is refused, however well linked. */
+TEST_F(images, inode_number_past_the_bound)
+{
+	static const uint64_t bad[] = { MAX_INO + 1, UINT64_MAX - 1, UINT64_MAX };
+	const struct rec *in;
+	struct image *im;
+	char what[64];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		im = image_copy(self->g);
+		ASSERT_NE(NULL, im);
+		in = find_inode(im, self->e);
+		ASSERT_NE(NULL, in);
+		renumber(im, self->e, bad[i]);
+		snprintf(what, sizeof(what), "inode number %llu",
+			 (unsigned long long)bad[i]);
+		expect_refused(_metadata, self, im, EINVAL, in->off, in->off,
+			       what);
+		image_free(im);
+	}
+}
+
+/*
+ * NEW_FILE after the image's largest number: the last number is given,
+ * the one past it refused with ENOSPC before anything is written, and the
+ * image still mounts (two records with one number would not).
+ */
+TEST_F(images, new_file_at_the_inode_bound)
+{
+	struct image *im = image_copy(self->g), *after;
+	uint64_t ino = 0;
+	int cmd;
+
+	ASSERT_NE(NULL, im);
+	renumber(im, self->e, MAX_INO - 1);
+	ASSERT_EQ(0, image_write(self->path, im->buf, im->len));
+	ASSERT_EQ(0, mount_image(self->path, self->mnt));
+	cmd = open_cmd(self->mnt);
+	ASSERT_LE(0, cmd);
+	EXPECT_EQ(0, new_file(cmd, S_IFREG | 0555, BS, &ino));
+	EXPECT_EQ(MAX_INO, ino);
+	EXPECT_EQ(-ENOSPC, new_file(cmd, S_IFREG | 0555, BS, &ino));
+	EXPECT_EQ(-ENOSPC, new_file(cmd, S_IFDIR | 0555, 0, &ino));
+	close(cmd);
+	ASSERT_EQ(0, umount_image(self->mnt));
+
+	after = image_read(self->path);
+	ASSERT_NE(NULL, after);
+	ASSERT_EQ(0, image_parse(after)) TH_LOG("%s", after->err);
+	/* The one file's inode and blockmap records, nothing more. */
+	EXPECT_EQ(im->nrecs + 2, after->nrecs);
+	EXPECT_NE(NULL, find_inode(after, MAX_INO));
+	image_free(after);
+	EXPECT_EQ(0, mount_image(self->path, self->mnt));
+	EXPECT_EQ(0, umount_image(self->mnt));
+	image_free(im);
+}
+
 /* ===== stored blocks with a bad CRC ===== */
 
 static void check_bad_block(struct __test_metadata *_metadata,
