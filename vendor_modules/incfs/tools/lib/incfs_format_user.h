@@ -19,6 +19,7 @@
 #define IF_MAX_DATA_OFFSET	((1ULL << 48) - 1)
 #define IF_MAX_FILES		1000		/* the root included */
 #define IF_ROOT_INO		2
+#define IF_MAX_INO		((1ULL << 32) - 1)	/* format.h: INCFS_MAX_INO */
 #define IF_BME_LZ4		1
 
 enum { IF_MD_INODE = 1, IF_MD_BLOCK_MAP = 2, IF_MD_DIR_ACTION = 3 };

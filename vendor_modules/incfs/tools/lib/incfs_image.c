@@ -586,7 +586,7 @@ static int apply_inode(struct scan *s)
 	uint16_t mode = le16toh(r->mode);
 	int err;
 
-	if (ino <= IF_ROOT_INO)
+	if (ino <= IF_ROOT_INO || ino > IF_MAX_INO)
 		return refuse(s, s->rec_off, "bad inode number %llu",
 			      (unsigned long long)ino);
 	if (incfs_img_file(s->img, ino))
@@ -1087,7 +1087,7 @@ uint64_t incfs_img_new_file_ino(struct incfs_img_writer *w, uint64_t ino,
 		errno = -w->err;
 		return 0;
 	}
-	err = ino <= IF_ROOT_INO ? -EINVAL :
+	err = ino <= IF_ROOT_INO || ino > IF_MAX_INO ? -EINVAL :
 	      incfs_img_file(&w->st, ino) ? -EEXIST :
 	      check_new(&w->st, mode, size);
 	if (err) {
@@ -1119,6 +1119,11 @@ uint64_t incfs_img_new_file_ino(struct incfs_img_writer *w, uint64_t ino,
 uint64_t incfs_img_new_file(struct incfs_img_writer *w, uint16_t mode,
 			    uint64_t size)
 {
+	/* As the kernel's NEW_FILE: no number left is ENOSPC. */
+	if (w->next_ino > IF_MAX_INO) {
+		errno = ENOSPC;
+		return 0;
+	}
 	return incfs_img_new_file_ino(w, w->next_ino, mode, size);
 }
 

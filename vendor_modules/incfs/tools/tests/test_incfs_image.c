@@ -547,6 +547,39 @@ TEST_F_TIMEOUT(image, corrupt_every_record_byte, SLOW_TIMEOUT)
 	golden_free(&g);
 }
 
+/* Inode numbers stop at IF_MAX_INO, for the writer and the reader alike. */
+TEST_F(image, inode_number_bound)
+{
+	struct incfs_img_writer *w = incfs_img_create(tpath("bound"));
+	struct incfs_img img;
+	size_t size, i;
+	uint64_t past = htole64(IF_MAX_INO + 1);
+	char *data = NULL;
+
+	ASSERT_NE(NULL, w);
+	ASSERT_TRUE(incfs_img_new_file_ino(w, IF_MAX_INO + 1, S_IFREG | 0444, 0) == 0 &&
+		    errno == EINVAL);
+	ASSERT_EQ(IF_MAX_INO, incfs_img_new_file_ino(w, IF_MAX_INO, S_IFREG | 0444, 0));
+	ASSERT_TRUE(incfs_img_new_file(w, S_IFREG | 0444, 0) == 0 && errno == ENOSPC);
+	ASSERT_EQ(0, incfs_img_finish(w));
+	ASSERT_EQ(0, incfs_img_open(&img, tpath("bound")));
+	ASSERT_TRUE(img.status == INCFS_IMG_CLEAN && img.nfiles == 1);
+	ASSERT_EQ(1, img.nrecords);
+
+	/* The same image with the number one past the bound is broken. */
+	ASSERT_EQ(0, read_file(tpath("bound"), &data, &size));
+	memcpy(data + img.records[0].offset + offsetof(struct if_inode, ino), &past, 8);
+	fix_crc(data, &img.records[0]);
+	ASSERT_EQ(0, write_file(tpath("bound"), data, size));
+	incfs_img_close(&img);
+	ASSERT_EQ(0, incfs_img_open(&img, tpath("bound")));
+	EXPECT_EQ(INCFS_IMG_BROKEN, img.status);
+	for (i = 0; i < img.nrecords; i++)
+		EXPECT_FALSE(img.records[i].applied);
+	incfs_img_close(&img);
+	free(data);
+}
+
 TEST_F(image, corrupt_superblock_and_entries)
 {
 	struct golden g;
