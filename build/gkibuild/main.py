@@ -325,6 +325,9 @@ def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
 	if args.icount and not args.against_unhooked:
 		raise GkiError('--icount goes with bench --against-unhooked')
 	build(layout, vs, args.jobs, args.accept_source_update)
+	if args.cc_unit:
+		import unitcost
+		return unitcost.run(layout, vs[0], args.cc_unit)
 	if args.against_unhooked:
 		import hookcost
 		return hookcost.run(layout, vs[0], args.names, args.jobs or default_jobs(), args.icount)
@@ -369,6 +372,9 @@ def parser() -> argparse.ArgumentParser:
 	be.add_argument('--icount', action='store_true',
 			help='with --against-unhooked: time by the guest\'s instruction count '
 			'(QEMU -icount, one vCPU), not the host\'s clock')
+	be.add_argument('--cc-unit', type=int, metavar='FILES', default=0,
+			help='compile FILES sampled C files of the kernel from their source and '
+			'through build/cc-unit, alternately, and compare their CPU time')
 	ab = add('abi', 'release')
 	ab.add_argument('action', choices=['check', 'update', 'compare'])
 	ab.add_argument('--source', metavar='VERSION',
