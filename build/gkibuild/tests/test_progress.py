@@ -249,7 +249,9 @@ class ModulesBuildTest(unittest.TestCase):
 		(src / 'Kbuild').write_text('obj-m += vmod.o\nvmod-y := a.o b.o\n')
 		self.mod = modules.ExtModule('vmod', 'vendor', src)
 		self.dest = self.layout.ext(VARIANTS['release']) / 'vendor' / 'vmod'
-		self.kernel = Kernel(self.layout, VARIANTS['release'], {}, 1)
+		# Every build's compiles go through ccache (toolchain.make_vars).
+		env = {'CCACHE_DIR': str(top / 'ccache')}
+		self.kernel = Kernel(self.layout, VARIANTS['release'], env, 1)
 
 	def tearDown(self):
 		self.tmp.cleanup()
