@@ -12,7 +12,7 @@ from util import GkiError, capture
 
 LLVM_MAJOR = 19
 LLVM_BIN = Path(f'/usr/lib/llvm-{LLVM_MAJOR}/bin')
-# ccache's prefix command in a local build: the compile a distcc host does.
+# ccache's prefix command in every build: the compile a distcc host does.
 CC_UNIT = Path(__file__).resolve().parent.parent / 'cc-unit'
 
 # Fixed identity so two builds of the same inputs are bit-identical.
