@@ -2039,4 +2039,173 @@ TEST_F_TIMEOUT(images, hostile_images, 300)
 	}
 }
 
+/* ===== images written by earlier tools ===== */
+
+/*
+ * tools/tests/fixtures/ (its README says how they were made): images an
+ * earlier incfs-image wrote, built into this program.  They must mount and
+ * read back as the source tree they were made from.
+ */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc23-extensions"
+static const unsigned char v1_plain[] = {
+#embed "../tools/tests/fixtures/v1-plain.img"
+};
+static const unsigned char v1_lz4[] = {
+#embed "../tools/tests/fixtures/v1-lz4.img"
+};
+static const unsigned char v1_gc[] = {
+#embed "../tools/tests/fixtures/v1-gc.img"
+};
+#pragma clang diagnostic pop
+
+#define OLD_FILES	5
+
+/* The source tree: inode numbers as incfs-image create gave them. */
+static const struct old_file {
+	const char *path;
+	uint64_t ino;
+	uint64_t size;
+	uint32_t crc;		/* crc32_le(0, ...) of the whole file */
+	uint32_t absent_in_gc;	/* the block v1-gc.img lacks, or ~0 */
+} old_files[OLD_FILES] = {
+	{ "a.bin", 3, 12388, 0xfe087192, 1 },
+	{ "dir/link.bin", 3, 12388, 0xfe087192, 1 },
+	{ "dir/b.txt", 5, 10000, 0x52b2c444, ~0U },
+	{ "dir/sub/empty", 7, 0, 0, ~0U },
+	{ "z.bin", 8, 8192, 0x85039d11, 1 },
+};
+
+FIXTURE(old_images) {
+	char dir[64];
+	char mnt[96];
+	char path[96];
+	unsigned char *data[OLD_FILES];	/* read from v1-plain.img */
+};
+
+FIXTURE_SETUP(old_images)
+{
+	int err = load_module();
+
+	ASSERT_EQ(0, err) TH_LOG("loading %s: %s", MODULE_PATH, strerror(-err));
+	snprintf(self->dir, sizeof(self->dir), "/tmp/oldimg.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->mnt, sizeof(self->mnt), "%s/mnt", self->dir);
+	snprintf(self->path, sizeof(self->path), "%s/image", self->dir);
+	ASSERT_EQ(0, mkdir(self->mnt, 0755));
+}
+
+FIXTURE_TEARDOWN(old_images)
+{
+	int i;
+
+	umount2(self->mnt, MNT_DETACH);
+	unlink(self->path);
+	rmdir(self->mnt);
+	rmdir(self->dir);
+	for (i = 0; i < OLD_FILES; i++)
+		free(self->data[i]);
+}
+
+/* Mount @img and check names, inode numbers and modes of the tree. */
+static void old_mount(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(old_images) *self,
+		      const unsigned char *img, size_t len)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int i;
+
+	ASSERT_EQ(0, image_write(self->path, img, len));
+	ASSERT_EQ(0, mount_image(self->path, self->mnt));
+	for (i = 0; i < OLD_FILES; i++) {
+		snprintf(path, sizeof(path), "%s/%s", self->mnt, old_files[i].path);
+		ASSERT_EQ(0, stat(path, &st)) TH_LOG("%s: %s", path, strerror(errno));
+		EXPECT_EQ(old_files[i].ino, st.st_ino) TH_LOG("%s", path);
+		EXPECT_EQ(S_IFREG | 0444, st.st_mode) TH_LOG("%s", path);
+		EXPECT_EQ(old_files[i].size, st.st_size) TH_LOG("%s", path);
+		EXPECT_EQ(old_files[i].ino == 3 ? 2 : 1, st.st_nlink)
+			TH_LOG("%s", path);
+	}
+	snprintf(path, sizeof(path), "%s/dir/sub", self->mnt);
+	ASSERT_EQ(0, stat(path, &st));
+	EXPECT_EQ(S_IFDIR | 0555, st.st_mode);
+}
+
+/* Every block of every file, against the plain image's bytes. */
+static void old_read(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(old_images) *self, bool gc)
+{
+	static unsigned char buf[BS];
+	char path[PATH_MAX];
+	uint32_t b;
+	int i, fd;
+
+	for (i = 0; i < OLD_FILES; i++) {
+		const struct old_file *f = &old_files[i];
+
+		snprintf(path, sizeof(path), "%s/%s", self->mnt, f->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
+		for (b = 0; b < nblocks(f->size); b++) {
+			size_t len = block_len(f->size, b);
+			ssize_t got = pread(fd, buf, len, (off_t)b * BS);
+
+			if (gc && b == f->absent_in_gc) {
+				EXPECT_EQ(-1, got) TH_LOG("%s block %u", path, b);
+				EXPECT_EQ(ETIME, errno) TH_LOG("%s block %u", path, b);
+				continue;
+			}
+			ASSERT_EQ((ssize_t)len, got)
+				TH_LOG("%s block %u: %s", path, b, strerror(errno));
+			EXPECT_EQ(0, memcmp(buf, self->data[i] + (size_t)b * BS, len))
+				TH_LOG("%s block %u: not the bytes of v1-plain.img",
+				       path, b);
+		}
+		close(fd);
+	}
+}
+
+/* Read every file of v1-plain.img whole and check it against its CRC. */
+static void old_read_plain(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(old_images) *self)
+{
+	char path[PATH_MAX];
+	int i;
+
+	old_mount(_metadata, self, v1_plain, sizeof(v1_plain));
+	for (i = 0; i < OLD_FILES; i++) {
+		size_t len = 0;
+
+		snprintf(path, sizeof(path), "%s/%s", self->mnt, old_files[i].path);
+		self->data[i] = (unsigned char *)gki_read_file(path, &len);
+		ASSERT_NE(NULL, self->data[i]) TH_LOG("%s: %s", path, strerror(errno));
+		ASSERT_EQ(old_files[i].size, len) TH_LOG("%s", path);
+		EXPECT_EQ(old_files[i].crc, crc32_le(0, self->data[i], len))
+			TH_LOG("%s: not the source file's bytes", path);
+	}
+	EXPECT_EQ(0, umount_image(self->mnt));
+}
+
+TEST_F(old_images, plain)
+{
+	old_read_plain(_metadata, self);
+}
+
+TEST_F(old_images, lz4)
+{
+	old_read_plain(_metadata, self);
+	old_mount(_metadata, self, v1_lz4, sizeof(v1_lz4));
+	old_read(_metadata, self, false);
+	EXPECT_EQ(0, umount_image(self->mnt));
+}
+
+TEST_F(old_images, gc_with_absent_blocks)
+{
+	old_read_plain(_metadata, self);
+	old_mount(_metadata, self, v1_gc, sizeof(v1_gc));
+	old_read(_metadata, self, true);
+	EXPECT_EQ(0, umount_image(self->mnt));
+}
+
 TEST_HARNESS_MAIN

@@ -1083,4 +1083,53 @@ TEST_F(cli, fsck_gc_usage)
 	free(data);
 }
 
+/* fixtures/NAME, found beside this file so that the case runs anywhere. */
+static int read_fixture(const char *name, char **buf, size_t *len)
+{
+	const char *slash = strrchr(__FILE__, '/');
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%.*sfixtures/%s",
+		 slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__, name);
+	if (read_file(path, buf, len))
+		return -1;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+/*
+ * Images written by an earlier incfs-image (fixtures/README.md) still dump
+ * and check exactly as they did then.
+ */
+TEST_F(cli, old_images)
+{
+	static const char *const names[] = { "plain", "lz4", "gc", "torn" };
+	char name[64], *data, *want, *out;
+	size_t len, i;
+
+	ASSERT_EQ(0, chdir(tmpdir));
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		snprintf(name, sizeof(name), "v1-%s.img", names[i]);
+		ASSERT_EQ(0, read_fixture(name, &data, &len))
+			TH_LOG("fixtures/%s: %s", name, strerror(errno));
+		ASSERT_EQ(0, write_file(name, data, len));
+		free(data);
+
+		snprintf(name, sizeof(name), "v1-%s.dump", names[i]);
+		ASSERT_EQ(0, read_fixture(name, &want, &len));
+		ASSERT_EQ(0, cli_run(&out, "dump v1-%s.img", names[i]));
+		EXPECT_STREQ(want, out);
+		free(want);
+		free(out);
+
+		snprintf(name, sizeof(name), "v1-%s.fsck", names[i]);
+		ASSERT_EQ(0, read_fixture(name, &want, &len));
+		EXPECT_EQ(strcmp(names[i], "torn") ? 0 : 1,
+			  cli_run(&out, "fsck v1-%s.img", names[i]));
+		EXPECT_STREQ(want, out);
+		free(want);
+		free(out);
+	}
+}
+
 TEST_HARNESS_MAIN
