@@ -17,6 +17,7 @@
 
 #include <linux/incrementalfs.h>
 
+#include "errors.h"
 #include "loader.h"
 
 #define LD_MAX_FILE	(64ULL << 30)

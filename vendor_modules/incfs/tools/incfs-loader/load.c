@@ -26,6 +26,8 @@
 #include <lz4.h>
 
 #include "incfs_image.h"
+#include "clock.h"
+#include "errors.h"
 #include "loader.h"
 
 struct batch {

@@ -18,23 +18,6 @@
 #define LD_BATCH	64	/* records per write() on .cmd */
 #define LD_RUN		16	/* blocks per transport request */
 
-/* Exit codes (README.md, "Exit codes"). */
-enum {
-	EX_DONE = 0,
-	EX_USAGE = 1,		/* bad options or a bad manifest */
-	EX_SOURCE = 2,		/* source missing, unreadable or too short */
-	EX_MOUNT = 3,		/* mount or .cmd failed */
-	EX_NAMES = 4,		/* an instruction failed, or a name conflicts */
-	EX_BLOCK = 5,		/* the kernel rejected a block */
-	EX_INTERNAL = 6,	/* out of memory and the like */
-};
-
-/* Record the one error message main() prints; returns code. */
-int ld_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-extern char ld_errmsg[512];
-double ld_now(void);		/* monotonic seconds */
-void ld_sleep(double s);
-
 /* ===== the app ===== */
 
 enum ld_type { LD_DIR, LD_FILE, LD_LINK };

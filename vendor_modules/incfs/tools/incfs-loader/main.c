@@ -11,53 +11,18 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/incrementalfs.h>
 
+#include "errors.h"
 #include "loader.h"
 
 #define DEFAULT_TIMEOUT_MS	10000
-
-char ld_errmsg[512];
-
-int ld_error(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ld_errmsg[0])	/* the first error is the one that counts */
-		return code;
-	va_start(ap, fmt);
-	vsnprintf(ld_errmsg, sizeof(ld_errmsg), fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-double ld_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-void ld_sleep(double s)
-{
-	struct timespec ts;
-
-	if (s <= 0)
-		return;
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
 
 static void usage(FILE *out)
 {
@@ -235,7 +200,7 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = load_run(&a, &x, cmd, &o, &st);
 	if (ret) {
-		fprintf(stderr, "incfs-loader: %s\n", ld_errmsg[0] ? ld_errmsg : "failed");
+		fprintf(stderr, "incfs-loader: %s\n", ld_error_message() ? ld_error_message() : "failed");
 		if (o.json)
 			load_report(&a, &x, &o, &st, "error", ret);
 	} else {

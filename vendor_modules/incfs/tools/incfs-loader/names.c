@@ -17,6 +17,7 @@
 
 #include <linux/incrementalfs.h>
 
+#include "errors.h"
 #include "loader.h"
 
 static int instr(int cmd, struct incfs_instruction *inst)

@@ -22,6 +22,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "errors.h"
 #include "loader.h"
 
 #define STREAM_CHUNK	(64 << 10)
