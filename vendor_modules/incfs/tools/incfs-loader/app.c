@@ -17,8 +17,8 @@
 
 #include <linux/incrementalfs.h>
 
+#include "app.h"
 #include "errors.h"
-#include "loader.h"
 
 #define LD_MAX_FILE	(64ULL << 30)
 

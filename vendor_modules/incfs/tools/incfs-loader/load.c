@@ -26,9 +26,14 @@
 #include <lz4.h>
 
 #include "incfs_image.h"
+
+#include "app.h"
 #include "clock.h"
 #include "errors.h"
-#include "loader.h"
+#include "load.h"
+#include "transport.h"
+
+#define LD_BATCH	64	/* records per write() on .cmd */
 
 struct batch {
 	struct incfs_new_data_block rec[LD_BATCH];

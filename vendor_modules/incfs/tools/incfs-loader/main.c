@@ -19,8 +19,12 @@
 
 #include <linux/incrementalfs.h>
 
+#include "app.h"
 #include "errors.h"
-#include "loader.h"
+#include "load.h"
+#include "names.h"
+#include "options.h"
+#include "transport.h"
 
 #define DEFAULT_TIMEOUT_MS	10000
 

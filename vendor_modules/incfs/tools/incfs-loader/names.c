@@ -17,8 +17,9 @@
 
 #include <linux/incrementalfs.h>
 
+#include "app.h"
 #include "errors.h"
-#include "loader.h"
+#include "names.h"
 
 static int instr(int cmd, struct incfs_instruction *inst)
 {

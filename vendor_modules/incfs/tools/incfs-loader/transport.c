@@ -22,11 +22,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <linux/incrementalfs.h>
+
 #include "clock.h"
 #include "errors.h"
-#include "loader.h"
+#include "transport.h"
 
 #define STREAM_CHUNK	(64 << 10)
+#define REQUEST_MAX	(LD_RUN * INCFS_DATA_FILE_BLOCK_SIZE)
 
 static void bucket_refill(struct ld_xport *x)
 {
@@ -117,7 +120,7 @@ int xport_open(struct ld_xport *x, const char *spec, uint64_t need)
 	x->last = ld_now();
 	x->tokens = 0;
 	/* A burst of 50 ms of traffic, at least one request. */
-	x->cap = x->rate / 20 > LD_RUN * LD_BS ? x->rate / 20 : LD_RUN * LD_BS;
+	x->cap = x->rate / 20 > REQUEST_MAX ? x->rate / 20 : REQUEST_MAX;
 	if (!spec)
 		return 0;
 	if (!strcmp(spec, "-"))
