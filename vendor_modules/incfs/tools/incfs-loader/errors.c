@@ -16,11 +16,11 @@ int ld_error(int code, const char *fmt, ...)
 	va_list ap;
 
 	if (errmsg[0])
-		return code;
+		return -code;
 	va_start(ap, fmt);
 	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
 	va_end(ap);
-	return code;
+	return -code;
 }
 
 const char *ld_error_message(void)

@@ -16,7 +16,16 @@ enum {
 	EX_INTERNAL = 6,	/* out of memory and the like */
 };
 
-/* Record the message main() prints (the first one only); returns code. */
+/*
+ * The convention of every part of the loader: a function that can fail
+ * returns 0 (or, where its comment says so, another value >= 0) on
+ * success and -EX_* on failure.  The failure is described once, where it
+ * is detected, by ld_error(); the callers pass its value up unchanged and
+ * main() exits with its opposite.  A lookup that finds nothing (app_find)
+ * is not a failure: it returns -1.
+ *
+ * Record the message main() prints (the first one only); returns -code.
+ */
 int ld_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The recorded message, or NULL. */
 const char *ld_error_message(void);

@@ -285,16 +285,12 @@ static int deliver_run(struct loader *l, struct batch *b, int file, uint32_t blk
 	if (l->a->from_dir) {
 		ret = open_src(f);
 		if (!ret)
-			ret = xport_pread(l->x, f->src_fd, (uint64_t)blk * LD_BS, l->scratch, len);
+			ret = xport_pread(l->x, f->src_fd, (uint64_t)blk * LD_BS, l->scratch, len,
+					  f->path, blk + count - 1);
 	} else {
-		ret = xport_pread(l->x, l->x->fd, blob_off(f, blk), l->scratch, len);
+		ret = xport_pread(l->x, l->x->fd, blob_off(f, blk), l->scratch, len, f->path,
+				  blk + count - 1);
 	}
-	if (ret == -ENODATA)
-		return ld_error(EX_SOURCE, "source of %s is shorter than the manifest says "
-				"(block %u)", f->path, blk + count - 1);
-	if (ret < 0)
-		return ld_error(EX_SOURCE, "reading the source of %s: %s", f->path,
-				strerror(-ret));
 	if (ret)
 		return ret;
 	for (uint32_t i = 0; i < count; i++)
@@ -435,7 +431,7 @@ static uint32_t room(struct loader *l)
 	return r < LD_RUN ? r : LD_RUN;
 }
 
-/* Next hot run into the bulk batch: blocks added, 0 if none ready, or -code. */
+/* Next hot run into the bulk batch: blocks added, 0 if none ready, or -EX_*. */
 static int step_hot(struct loader *l)
 {
 	while (l->hot_pos < l->a->nhot) {
@@ -461,7 +457,7 @@ static int step_hot(struct loader *l)
 			return 1;	/* gave way: the loop serves it next */
 		ret = deliver_run(l, &l->bulk, h->file, blk, n, 0);
 		if (ret)
-			return -ret;
+			return ret;
 		l->hot_off += n;
 		return n;
 	}
@@ -496,7 +492,7 @@ static int step_bulk(struct loader *l)
 			return 1;	/* gave way: the loop serves it next */
 		ret = deliver_run(l, &l->bulk, file, l->ord_blk, n, 0);
 		if (ret)
-			return -ret;
+			return ret;
 		l->ord_blk += n;
 		return n;
 	}
@@ -510,7 +506,7 @@ static int step(struct loader *l)
 	if (l->bulk.n == LD_BATCH) {
 		n = batch_flush(l, &l->bulk);
 		if (n)
-			return -n;
+			return n;
 	}
 	n = step_hot(l);
 	return n ? n : step_bulk(l);
@@ -641,7 +637,7 @@ static int loop(struct loader *l)
 		}
 		ret = step(l);
 		if (ret < 0)
-			return -ret;
+			return ret;
 		if (ret)
 			continue;
 		/* Nothing ready: only a stream gets here. */

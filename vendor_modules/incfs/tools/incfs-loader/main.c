@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 	if (ret) {
 		fprintf(stderr, "incfs-loader: %s\n", ld_error_message() ? ld_error_message() : "failed");
 		if (o.json)
-			load_report(&a, &x, &o, &st, "error", ret);
+			load_report(&a, &x, &o, &st, "error", -ret);
 	} else {
 		load_report(&a, &x, &o, &st, "summary", 0);
 	}
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	if (mounted && o.umount && umount2(o.mount, 0)) {
 		fprintf(stderr, "incfs-loader: umount %s: %s\n", o.mount, strerror(errno));
 		if (!ret)
-			ret = EX_MOUNT;
+			ret = -EX_MOUNT;
 	}
-	return ret;
+	return -ret;
 }

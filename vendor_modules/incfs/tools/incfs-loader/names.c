@@ -21,37 +21,43 @@
 #include "errors.h"
 #include "names.h"
 
-static int instr(int cmd, struct incfs_instruction *inst)
+/* One instruction; what it is and for which path, for the message. */
+static int instr(int cmd, struct incfs_instruction *inst, const char *what, const char *path)
 {
 	inst->version = INCFS_HEADER_VER;
-	return ioctl(cmd, INCFS_IOC_PROCESS_INSTRUCTION, inst) ? -errno : 0;
+	if (ioctl(cmd, INCFS_IOC_PROCESS_INSTRUCTION, inst))
+		return ld_error(EX_NAMES, "%s for %s: %s", what, path, strerror(errno));
+	return 0;
 }
 
-static int new_file(int cmd, uint16_t mode, uint64_t size, uint64_t *ino)
+static int new_file(int cmd, const struct ld_entry *e, uint64_t *ino)
 {
 	struct incfs_instruction inst = {
 		.type = INCFS_INSTRUCTION_NEW_FILE,
-		.file = { .size = size, .mode = mode },
+		.file = {
+			.size = e->type == LD_DIR ? 0 : e->size,
+			.mode = (e->type == LD_DIR ? S_IFDIR : S_IFREG) | (e->mode & 0777),
+		},
 	};
-	int ret = instr(cmd, &inst);
+	int ret = instr(cmd, &inst, "NEW_FILE", e->path);
 
 	*ino = inst.file.ino_out;
 	return ret;
 }
 
-static int add_name(int cmd, uint64_t dir, uint64_t child, const char *name)
+static int add_name(int cmd, uint64_t dir, uint64_t child, const struct ld_entry *e)
 {
 	struct incfs_instruction inst = {
 		.type = INCFS_INSTRUCTION_ADD_DIR_ENTRY,
 		.dir_entry = {
 			.dir_ino = dir,
 			.child_ino = child,
-			.name = (uintptr_t)name,
-			.name_len = strlen(name),
+			.name = (uintptr_t)e->name,
+			.name_len = strlen(e->name),
 		},
 	};
 
-	return instr(cmd, &inst);
+	return instr(cmd, &inst, "ADD_DIR_ENTRY", e->path);
 }
 
 static uint64_t parent_ino(const struct ld_app *a, const struct ld_entry *e)
@@ -80,21 +86,17 @@ static int check_existing(const struct ld_app *a, struct ld_entry *e, const stru
 static int create(const struct ld_app *a, struct ld_entry *e, int cmd)
 {
 	uint64_t dir = parent_ino(a, e), child;
-	int ret = 0;
+	int ret;
 
 	if (e->type == LD_LINK) {
 		child = a->e[e->target_idx].ino;
 	} else {
-		ret = new_file(cmd, (e->type == LD_DIR ? S_IFDIR : S_IFREG) | (e->mode & 0777),
-			       e->type == LD_DIR ? 0 : e->size, &child);
+		ret = new_file(cmd, e, &child);
 		if (ret)
-			return ld_error(EX_NAMES, "NEW_FILE for %s: %s", e->path, strerror(-ret));
+			return ret;
 		e->ino = child;
 	}
-	ret = add_name(cmd, dir, child, e->name);
-	if (ret)
-		return ld_error(EX_NAMES, "ADD_DIR_ENTRY for %s: %s", e->path, strerror(-ret));
-	return 0;
+	return add_name(cmd, dir, child, e);
 }
 
 int names_declare(struct ld_app *a, const char *mnt, int cmd, uint64_t *created,

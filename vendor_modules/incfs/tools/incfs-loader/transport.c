@@ -81,25 +81,22 @@ static void request_start(struct ld_xport *x, size_t n)
 	bucket_take(x, n);
 }
 
+/* A connected socket: its fd, or -EX_SOURCE. */
 static int open_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	int fd, ret;
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		ld_error(EX_SOURCE, "socket path too long: %s", path);
-		return -1;
-	}
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return ld_error(EX_SOURCE, "socket path too long: %s", path);
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		ld_error(EX_SOURCE, "socket: %s", strerror(errno));
-		return -1;
-	}
+	if (fd < 0)
+		return ld_error(EX_SOURCE, "socket: %s", strerror(errno));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		ld_error(EX_SOURCE, "cannot connect to unix:%s: %s", path, strerror(errno));
+		ret = ld_error(EX_SOURCE, "cannot connect to unix:%s: %s", path, strerror(errno));
 		close(fd);
-		return -1;
+		return ret;
 	}
 	return fd;
 }
@@ -123,16 +120,16 @@ int xport_open(struct ld_xport *x, const char *spec, uint64_t need)
 	x->cap = x->rate / 20 > REQUEST_MAX ? x->rate / 20 : REQUEST_MAX;
 	if (!spec)
 		return 0;
-	if (!strcmp(spec, "-"))
-		fd = dup(0);
-	else if (!strncmp(spec, "unix:", 5))
+	if (!strncmp(spec, "unix:", 5)) {
 		fd = open_unix(spec + 5);
-	else
-		fd = open(spec, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && !strncmp(spec, "unix:", 5))
-		return EX_SOURCE;	/* open_unix() said why */
-	if (fd < 0)
-		return ld_error(EX_SOURCE, "cannot open blob %s: %s", spec, strerror(errno));
+		if (fd < 0)
+			return fd;
+	} else {
+		fd = strcmp(spec, "-") ? open(spec, O_RDONLY | O_CLOEXEC) : dup(0);
+		if (fd < 0)
+			return ld_error(EX_SOURCE, "cannot open blob %s: %s", spec,
+					strerror(errno));
+	}
 	x->fd = fd;
 	if (fstat(fd, &st))
 		return ld_error(EX_SOURCE, "cannot stat blob %s: %s", spec, strerror(errno));
@@ -143,8 +140,12 @@ int xport_open(struct ld_xport *x, const char *spec, uint64_t need)
 	return 0;
 }
 
-/* pread() of exactly len bytes through the bucket; -ENODATA when short. */
-int xport_pread(struct ld_xport *x, int fd, uint64_t off, void *buf, size_t len)
+/*
+ * pread() of exactly len bytes through the bucket.  path and last_blk (the
+ * last block asked for) say what is read, in the message.
+ */
+int xport_pread(struct ld_xport *x, int fd, uint64_t off, void *buf, size_t len,
+		const char *path, uint32_t last_blk)
 {
 	size_t done = 0;
 
@@ -155,9 +156,11 @@ int xport_pread(struct ld_xport *x, int fd, uint64_t off, void *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return -errno;
+			return ld_error(EX_SOURCE, "reading the source of %s: %s", path,
+					strerror(errno));
 		if (n == 0)
-			return -ENODATA;
+			return ld_error(EX_SOURCE, "source of %s is shorter than the manifest "
+					"says (block %u)", path, last_blk);
 		done += n;
 	}
 	atomic_fetch_add(&x->pulled, len);
