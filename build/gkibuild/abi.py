@@ -15,11 +15,9 @@ import json
 from pathlib import Path
 from typing import Mapping
 
-import abi_breaks
-import abi_short
-import abidiff
-from abi_changes import Export, Result, changes, read_symvers, write_symvers
-from util import GkiError, info, sha256_text
+from gkibuild import abi_breaks, abi_short, abidiff
+from gkibuild.abi_changes import Export, Result, changes, read_symvers, write_symvers
+from gkibuild.util import GkiError, info, sha256_text
 
 BASELINE = 'gki.xml'		# abidw of vmlinux, KMI only
 SYMVERS = 'gki.symvers'		# the KMI's lines of Module.symvers

@@ -16,7 +16,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from util import GkiError
+from gkibuild.util import GkiError
 
 FILE = 'allowed_breaks'
 HEADER = ('# KMI breaks taken on purpose, recorded by ./build/gki abi update --accept-break.\n'

@@ -16,9 +16,8 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-import abi_breaks
-import abidiff
-from util import GkiError
+from gkibuild import abi_breaks, abidiff
+from gkibuild.util import GkiError
 
 BREAK, APPROVAL, ADDITION = 'BREAK', 'APPROVAL', 'ADDED'
 SEVERITY = {'type': BREAK, 'symbol': BREAK, 'crc': BREAK, 'removed': BREAK,

@@ -25,7 +25,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from util import GkiError
+from gkibuild.util import GkiError
 
 ABIDW_FLAGS = ['--no-corpus-path', '--no-comp-dir-path', '--type-id-style', 'hash']
 ABIDIFF_FLAGS = ['--no-default-suppression', '--harmless', '--leaf-changes-only',

@@ -12,15 +12,16 @@ stops early is terminated.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
-from layout import Layout, Variant
-from util import GkiError, info, tail
+from gkibuild.layout import Layout, Variant, python_path
+from gkibuild.util import GkiError, info, tail
 
-MAIN = Path(__file__).resolve().parent / 'main.py'
+# build/gki's Python half, run by module name from the tree's import root.
+MAIN = [sys.executable, '-B', '-P', '-m', 'gkibuild']
 
 
 class Background:
@@ -54,13 +55,14 @@ class Background:
 		self._thread.join()
 
 	def _run(self) -> None:
+		env = dict(os.environ, PYTHONPATH=python_path(self.layout.top))
 		for v in self.vs:
-			cmd = [sys.executable, '-B', str(MAIN), 'build', '--variant', v.name, *self.args]
+			cmd = [*MAIN, 'build', '--variant', v.name, *self.args]
 			with self.log.open('ab') as f, self._lock:
 				if self._stopping:
 					return
 				self._proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
-							      stdin=subprocess.DEVNULL)
+							      stdin=subprocess.DEVNULL, env=env)
 			self.rc = self._proc.wait()
 			if self.rc:
 				self.failed = v.name

@@ -25,16 +25,12 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-import abi
-import kmi
-import source
-import toolchain
-import treesync
-from abi_changes import Result
-from kernel import Kernel
-from layout import VARIANTS, Layout
-from scratch import Scratch
-from util import GkiError, info
+from gkibuild import abi, kmi, source, toolchain, treesync
+from gkibuild.abi_changes import Result
+from gkibuild.kernel import Kernel
+from gkibuild.layout import VARIANTS, Layout
+from gkibuild.scratch import Scratch
+from gkibuild.util import GkiError, info
 
 COMPATIBLE, BREAKS, NO_BUILD = 0, 1, 2
 _CLANG = re.compile(r'clang-(\d+)')

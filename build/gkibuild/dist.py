@@ -14,8 +14,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from kernel import Kernel
-from modules import ExtModule
+from gkibuild.kernel import Kernel
+from gkibuild.modules import ExtModule
 
 
 def _tar_headers(include: Path, dest: Path) -> None:

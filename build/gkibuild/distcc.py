@@ -23,8 +23,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import toolchain
-from util import GkiError, capture, info
+from gkibuild import toolchain
+from gkibuild.util import GkiError, capture, info
 
 ENV = 'GKI_DISTCC_HOSTS'
 DEFAULT_PORT = 3632

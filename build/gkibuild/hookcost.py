@@ -42,12 +42,12 @@ import subprocess
 import time
 from pathlib import Path
 
-import toolchain
+from gkibuild import toolchain
+from gkibuild.kernel import Kernel
+from gkibuild.layout import Layout, Variant
+from gkibuild.scratch import Scratch
+from gkibuild.util import GkiError, info, sha256_file
 from gkiqemu import boot, initramfs, runner
-from kernel import Kernel
-from layout import Layout, Variant
-from scratch import Scratch
-from util import GkiError, info, sha256_file
 
 HOOKED, UNHOOKED = 'hooked', 'unhooked'
 ROUNDS = 5

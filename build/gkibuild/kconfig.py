@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from util import GkiError
+from gkibuild.util import GkiError
 
 _SET = re.compile(r'^(CONFIG_[A-Za-z0-9_]+)=(.*)$')
 _UNSET = re.compile(r'^# (CONFIG_[A-Za-z0-9_]+) is not set$')

@@ -9,13 +9,10 @@ import os
 import shutil
 from pathlib import Path
 
-import kconfig
-import kmi
-import progress
-import toolchain
-import treesync
-from layout import Layout, Variant
-from util import info, mtimes, rebuilt, run_logged, sha256_file, sha256_text, write_if_changed
+from gkibuild import kconfig, kmi, progress, toolchain, treesync
+from gkibuild.layout import Layout, Variant
+from gkibuild.util import (
+	info, mtimes, rebuilt, run_logged, sha256_file, sha256_text, write_if_changed)
 
 
 TOOLCHAIN_STAMP = 'gki-toolchain.json'

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from util import GkiError, write_if_changed
+from gkibuild.util import GkiError, write_if_changed
 
 HEADER = '[abi_symbol_list]'
 CORE = 'core'	# the list of what the GKI's own in-tree modules need

@@ -8,6 +8,9 @@ import os
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[2]
+# The folders holding the packages gkibuild and gkiqemu, relative to the
+# top: the one import root (build/gki puts them on PYTHONPATH).
+IMPORT_ROOT = ('build', 'qemu')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +27,21 @@ VARIANTS = {
 	# KASAN's shadow memory and lockdep need room and time under TCG.
 	'debug': Variant('debug', ('gki.config', 'gki-debug.config'), 2048, 900),
 }
+
+
+def python_path(top: Path) -> str:
+	"""PYTHONPATH for a Python process of the tree at top: its gkibuild
+	and gkiqemu, never another tree's."""
+	return os.pathsep.join(str(top / d) for d in IMPORT_ROOT)
+
+
+def test_root(folder: Path) -> Path:
+	"""The folder unittest imports a folder of tests from (its -t): above
+	every package the folder is in, so that build/gkibuild/tests/test_x.py
+	is gkibuild.tests.test_x; a folder outside a package is its own."""
+	while (folder / '__init__.py').exists():
+		folder = folder.parent
+	return folder
 
 
 def variants(name: str) -> list[Variant]:

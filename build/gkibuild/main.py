@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""build/gki's Python half: parses the command line and sequences the
-stages (source, config, kernel, modules, dist), the tests and QEMU runs."""
+"""build/gki's Python half (python3 -m gkibuild, __main__.py): parses the
+command line and sequences the stages (source, config, kernel, modules,
+tools, dist), the tests and QEMU runs."""
 
 from __future__ import annotations
 
@@ -8,24 +9,14 @@ import argparse
 import datetime
 import json
 import os
-import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent),
-		str(Path(__file__).resolve().parents[2] / 'qemu')]
-
-import abi  # noqa: E402
-import dist  # noqa: E402
-import distcc  # noqa: E402
-import kmi  # noqa: E402
-import modules  # noqa: E402
-import source  # noqa: E402
-import toolchain  # noqa: E402
-from abi_changes import verdict  # noqa: E402
-from background import Background  # noqa: E402
-from kernel import Kernel, default_jobs  # noqa: E402
-from layout import VARIANTS, Layout, Variant, variants  # noqa: E402
-from util import GkiError, StageTimer, die, info, mtimes, rebuilt, sha256_file  # noqa: E402
+from gkibuild import abi, dist, distcc, kmi, modules, source, toolchain
+from gkibuild.abi_changes import verdict
+from gkibuild.background import Background
+from gkibuild.kernel import Kernel, default_jobs
+from gkibuild.layout import VARIANTS, Layout, Variant, variants
+from gkibuild.util import GkiError, StageTimer, die, info, mtimes, rebuilt, sha256_file
 
 
 ENFORCED_ENV = 'GKI_KMI_ENFORCED'
@@ -174,7 +165,7 @@ def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
 
 def abi_compare(args: argparse.Namespace, layout: Layout) -> int:
 	"""Build the release GKI as it is, then the candidate beside it."""
-	import compare
+	from gkibuild import compare
 	if bool(args.source) == bool(args.toolchain):
 		raise GkiError('abi compare needs one of --source VERSION and --toolchain clang-N')
 	build(layout, variants('release'), args.jobs, args.accept_source_update, abi_check=False)
@@ -326,16 +317,16 @@ def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
 		raise GkiError('--icount goes with bench --against-unhooked')
 	build(layout, vs, args.jobs, args.accept_source_update)
 	if args.cc_unit:
-		import unitcost
+		from gkibuild import unitcost
 		return unitcost.run(layout, vs[0], args.cc_unit)
 	if args.against_unhooked:
-		import hookcost
+		from gkibuild import hookcost
 		return hookcost.run(layout, vs[0], args.names, args.jobs or default_jobs(), args.icount)
 	return runner.bench(layout, vs[0], args.names)
 
 
 def cmd_mutate(args: argparse.Namespace, layout: Layout) -> int:
-	import mutate
+	from gkibuild import mutate
 	return mutate.main(layout, args.names, args.fast)[0]
 
 
@@ -408,7 +399,3 @@ def main(argv: list[str]) -> int:
 	except KeyboardInterrupt:
 		die('interrupted')
 	return 1
-
-
-if __name__ == '__main__':
-	sys.exit(main(sys.argv[1:]))

@@ -9,11 +9,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import kmi
-import progress
-import toolchain
-from kernel import Kernel
-from util import GkiError, mtimes, run_logged, sync_tree
+from gkibuild import kmi, progress, toolchain
+from gkibuild.kernel import Kernel
+from gkibuild.util import GkiError, mtimes, run_logged, sync_tree
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,9 +36,9 @@ import tomllib
 from pathlib import Path
 from typing import Iterable, TextIO
 
-from layout import VARIANTS, Layout
-from sandbox import INPUTS, Sandbox, unavailable
-from util import GkiError
+from gkibuild.layout import VARIANTS, Layout, python_path, test_root
+from gkibuild.sandbox import INPUTS, Sandbox, unavailable
+from gkibuild.util import GkiError
 
 LIST = 'build/mutants.toml'
 PYTHON = '/usr/bin/python3'
@@ -288,7 +288,7 @@ def _few(names: list[str], n: int = 2) -> str:
 
 class HostCopy:
 	"""The working tree without out/ and .git: the host tests import the
-	copy's own modules (their context.py finds them beside the tests)."""
+	copy's own modules (PYTHONPATH names the copy's import root)."""
 
 	def __init__(self, layout: Layout, root: Path) -> None:
 		self.layout = layout
@@ -314,9 +314,10 @@ class HostCopy:
 		dropped so that no test of the copy finds the real out/."""
 		f = self.root / rel
 		cmd = [PYTHON, '-B', '-m', 'unittest', 'discover', '-s', str(f.parent),
-		       '-t', str(f.parent), '-p', f.name]
+		       '-t', str(test_root(f.parent)), '-p', f.name]
 		env = {k: v for k, v in os.environ.items() if k != 'GKI_OUT'}
 		env['PYTHONDONTWRITEBYTECODE'] = '1'
+		env['PYTHONPATH'] = python_path(self.root)
 		try:
 			res = subprocess.run(cmd, cwd=self.root, env=env, capture_output=True, text=True,
 					     stdin=subprocess.DEVNULL, timeout=HOST_TIMEOUT_S)

@@ -10,7 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from util import GkiError
+from gkibuild.util import GkiError
 
 TAGS = ('ANDROID', 'UPSTREAM', 'BACKPORT', 'FROMLIST')
 

@@ -20,9 +20,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from layout import Layout, Variant
-from scratch import copy, run_at_real_paths
-from util import sha256_file
+from gkibuild.layout import Layout, Variant, python_path
+from gkibuild.scratch import copy, run_at_real_paths
+from gkibuild.util import sha256_file
 
 INPUTS = ('common', 'symbol_lists', 'vendor_modules')
 # Output folders a build reads besides the variant's own; copied whole.
@@ -97,10 +97,10 @@ class Sandbox:
 		shutil.rmtree(self.real.logs, ignore_errors=True)
 		binds = [(self.top / n, self.layout.top / n) for n in INPUTS]
 		binds.append((self.out, self.layout.out))
-		cmd = [sys.executable, '-B', str(self.layout.top / 'build' / 'gkibuild' / 'main.py'),
-		       *gki_args]
+		cmd = [sys.executable, '-B', '-P', '-m', 'gkibuild', *gki_args]
+		env = dict(os.environ, PYTHONPATH=python_path(self.layout.top))
 		log = self.root / log_name
-		rc = run_at_real_paths(binds, cmd, None, log)
+		rc = run_at_real_paths(binds, cmd, env, log)
 		return Run(rc, log.read_text(errors='replace'), log)
 
 	def build(self, *args: str) -> Build:

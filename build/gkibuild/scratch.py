@@ -20,11 +20,9 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-import kconfig
-import kmi
-import toolchain
-from kernel import Kernel
-from util import GkiError
+from gkibuild import kconfig, kmi, toolchain
+from gkibuild.kernel import Kernel
+from gkibuild.util import GkiError
 
 
 class Scratch:

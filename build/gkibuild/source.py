@@ -9,10 +9,10 @@ import json
 import shutil
 from pathlib import Path
 
-import patches
-import treesync
-from layout import Layout
-from util import GkiError, capture, info, run_logged, sha256_file, sha256_text, write_if_changed
+from gkibuild import patches, treesync
+from gkibuild.layout import Layout
+from gkibuild.util import (
+	GkiError, capture, info, run_logged, sha256_file, sha256_text, write_if_changed)
 
 
 @dataclasses.dataclass(frozen=True)

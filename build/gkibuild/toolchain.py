@@ -8,7 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
-from util import GkiError, capture
+from gkibuild.util import GkiError, capture
 
 LLVM_MAJOR = 19
 LLVM_BIN = Path(f'/usr/lib/llvm-{LLVM_MAJOR}/bin')

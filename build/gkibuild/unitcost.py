@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import toolchain
-from layout import Layout, Variant
-from util import GkiError, info
+from gkibuild import toolchain
+from gkibuild.layout import Layout, Variant
+from gkibuild.util import GkiError, info
 
 _SAVED = 'savedcmd_'
 

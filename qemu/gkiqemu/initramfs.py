@@ -12,9 +12,9 @@ import shlex
 import subprocess
 from pathlib import Path
 
-import toolchain
-from layout import Layout, Variant
-from util import GkiError, run_logged, write_if_changed
+from gkibuild import toolchain
+from gkibuild.layout import Layout, Variant
+from gkibuild.util import GkiError, run_logged, write_if_changed
 
 # clang finds the sysroot of libc6-dev-arm64-cross and the gcc runtime of
 # libgcc-12-dev-arm64-cross by the target triple.

@@ -16,10 +16,10 @@ import unittest
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
-import progress
+from gkibuild import progress
+from gkibuild.layout import Layout, Variant, test_root
+from gkibuild.util import GkiError, info
 from gkiqemu import boot, console, initramfs, ktap
-from layout import Layout, Variant
-from util import GkiError, info
 
 MAX_BOOTS = 3
 
@@ -63,6 +63,13 @@ class Tally:
 # Host-side tests ----------------------------------------------------------
 
 HOST_VERDICT = "host: unittest's own verdict"
+# The packages of the host tests, left out of the names shown.
+_TEST_PACKAGES = re.compile(r'\bgki(?:build|qemu)\.tests\.')
+
+
+def _short(name: str) -> str:
+	"""'test_x.Class.method' for 'gkibuild.tests.test_x.Class.method'."""
+	return _TEST_PACKAGES.sub('', name)
 
 
 def _host_name(test: unittest.TestCase) -> str:
@@ -71,10 +78,10 @@ def _host_name(test: unittest.TestCase) -> str:
 	tests of their own: unittest stands in for them with helper objects,
 	whose ids are named here for what failed."""
 	if isinstance(test, unittest.suite._ErrorHolder):
-		return 'host: ' + test.id()	# 'setUpClass (test_x.Class)'
+		return 'host: ' + _short(test.id())	# 'setUpClass (test_x.Class)'
 	if isinstance(test, unittest.loader._FailedTest):
-		return f'host: {test._testMethodName} (did not load)'
-	return 'host: ' + test.id().split('.', 1)[-1]
+		return f'host: {_short(test._testMethodName)} (did not load)'
+	return 'host: ' + _short(test.id()).split('.', 1)[-1]
 
 
 class _HostResult(unittest.TestResult):
@@ -95,7 +102,7 @@ class _HostResult(unittest.TestResult):
 	def stopTest(self, test: unittest.TestCase) -> None:
 		super().stopTest(test)
 		now = time.monotonic()
-		self.seconds[test.id().split('.', 1)[0]] += now - self._mark
+		self.seconds[_short(test.id()).split('.', 1)[0]] += now - self._mark
 		self._mark = now
 
 	def _fail(self, test: unittest.TestCase, detail: str) -> None:
@@ -204,7 +211,8 @@ def host_tests(layout: Layout, tally: Tally,
 		layout.top / 'qemu' / 'gkiqemu' / 'tests',
 		*sorted(layout.top.glob('qemu/tools/*/tests'))]
 	for d in dirs:
-		suite.addTests(loader.discover(str(d), pattern='test_*.py', top_level_dir=str(d)))
+		suite.addTests(loader.discover(str(d), pattern='test_*.py',
+					       top_level_dir=str(test_root(d))))
 	if others_built is None:
 		host_run(suite, tally)
 	else:

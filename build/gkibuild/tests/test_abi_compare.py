@@ -15,12 +15,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import abi_breaks
-import compare
-from abi_changes import Change, Result
-from layout import Layout
-from util import GkiError
+from gkibuild import abi_breaks, compare
+from gkibuild.abi_changes import Change, Result
+from gkibuild.layout import Layout
+from gkibuild.util import GkiError
 
 LAYOUT = Layout.default()
 OFFERED = ['6.12.118-1~deb12u1', '6.12.117-1~deb12u1', '6.12.115-2~deb12u1',

@@ -12,13 +12,11 @@ import shutil
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import compare
-import prereq
-import source
-from layout import VARIANTS, Layout
-from sandbox import unavailable
-from test_abi_gate import LZ4_C, LZ4_C_OLD, LZ4_H, LZ4_H_OLD, int_to_long
+from gkibuild import compare, source
+from gkibuild.layout import VARIANTS, Layout
+from gkibuild.sandbox import unavailable
+from gkibuild.tests import prereq
+from gkibuild.tests.test_abi_gate import LZ4_C, LZ4_C_OLD, LZ4_H, LZ4_H_OLD, int_to_long
 
 LAYOUT = Layout.default()
 

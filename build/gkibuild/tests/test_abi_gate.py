@@ -13,19 +13,15 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import prereq
-import abi
-import abi_breaks
-import kmi
-import toolchain
+from gkibuild import abi, abi_breaks, kmi, toolchain
+from gkibuild.abi_changes import verdict
+from gkibuild.kernel import Kernel
+from gkibuild.layout import VARIANTS, Layout
+from gkibuild.sandbox import unavailable
+from gkibuild.scratch import Scratch
+from gkibuild.tests import prereq
+from gkibuild.util import GkiError
 from gkiqemu import boot, runner
-from kernel import Kernel
-from layout import VARIANTS, Layout
-from abi_changes import verdict
-from sandbox import unavailable
-from scratch import Scratch
-from util import GkiError
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']

@@ -14,10 +14,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-import context  # noqa: F401 (sets the import path)
-import abidiff
-import prereq
-from layout import Layout
+from gkibuild import abidiff
+from gkibuild.layout import Layout
+from gkibuild.tests import prereq
 
 LAYOUT = Layout.default()
 HOSTILE = '[suppress_type]\n  name = uts_namespace\n'

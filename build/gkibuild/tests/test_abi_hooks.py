@@ -20,17 +20,13 @@ import unittest
 from pathlib import Path
 from typing import Callable
 
-import context  # noqa: F401 (sets the import path)
-import abi
-import abi_short
-import kmi
-import prereq
-import toolchain
-from abi_changes import Change, Result, verdict
-from kernel import Kernel
-from layout import VARIANTS, Layout
-from sandbox import unavailable
-from scratch import Scratch
+from gkibuild import abi, abi_short, kmi, toolchain
+from gkibuild.abi_changes import Change, Result, verdict
+from gkibuild.kernel import Kernel
+from gkibuild.layout import VARIANTS, Layout
+from gkibuild.sandbox import unavailable
+from gkibuild.scratch import Scratch
+from gkibuild.tests import prereq
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']

@@ -12,14 +12,10 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-import context  # noqa: F401 (sets the import path)
-import abi
-import abi_breaks
-import abidiff
-import main
-from abi_changes import Change, Export, Result, read_symvers, verdict, write_symvers
-from test_abi_report import recorded
-from util import GkiError
+from gkibuild import abi, abi_breaks, abidiff, main
+from gkibuild.abi_changes import Change, Export, Result, read_symvers, verdict, write_symvers
+from gkibuild.tests.test_abi_report import recorded
+from gkibuild.util import GkiError
 
 LISTS = {'incfs': {'LZ4_compress_fast', 'LZ4_decompress_safe', 'init_uts_ns'},
 	 'core': {'module_layout'}}

@@ -8,11 +8,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import main
-import toolchain
-from kernel import Kernel
-from layout import VARIANTS, Layout
+from gkibuild import main, toolchain
+from gkibuild.kernel import Kernel
+from gkibuild.layout import VARIANTS, Layout
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']

@@ -12,12 +12,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-import context  # noqa: F401 (sets the import path)
-import abi
-import abi_breaks
-import abidiff
-from abi_changes import Export, verdict, write_symvers
-from test_abi_report import recorded
+from gkibuild import abi, abi_breaks, abidiff
+from gkibuild.abi_changes import Export, verdict, write_symvers
+from gkibuild.tests.test_abi_report import recorded
 
 RELEASES = Path(__file__).resolve().parent / 'abi_releases'
 

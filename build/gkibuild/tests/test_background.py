@@ -1,21 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0
-"""background.Background with a stand-in for main.py: the child's output
+"""background.Background with a stand-in for gkibuild: the child's output
 is printed only when waited for, a failed build names its variant, a later
 variant is not built after a failure, and a child still running when the
 caller stops early is terminated."""
 
 import contextlib
 import io
+import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
 from unittest import mock
 
-import context  # noqa: F401 (sets the import path)
-import background
-from layout import VARIANTS, Layout
-from util import GkiError
+from gkibuild import background
+from gkibuild.layout import VARIANTS, Layout
+from gkibuild.util import GkiError
 
 # Prints its arguments; fails for the variant named in FAIL_FOR; sleeps
 # for the one named in SLEEP_FOR.
@@ -41,7 +41,7 @@ class BackgroundTest(unittest.TestCase):
 	def fake(self, fail: str = '', sleep: str = '') -> None:
 		main = Path(self.tmp.name) / 'main.py'
 		main.write_text(FAKE_MAIN.format(fail=fail, sleep=sleep))
-		patcher = mock.patch.object(background, 'MAIN', main)
+		patcher = mock.patch.object(background, 'MAIN', [sys.executable, str(main)])
 		patcher.start()
 		self.addCleanup(patcher.stop)
 

@@ -5,9 +5,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
+from gkibuild.layout import TOP
 
-DEPS = context.TOP / 'build' / 'deps.sh'
+DEPS = TOP / 'build' / 'deps.sh'
 
 
 def bash(script: str, user: str | None = None) -> subprocess.CompletedProcess:
@@ -20,7 +20,7 @@ def bash(script: str, user: str | None = None) -> subprocess.CompletedProcess:
 			deps = Path(tmp) / 'deps.sh'
 			shutil.copyfile(DEPS, deps)
 			deps.chmod(0o644)
-		cmd = ['bash', '-c', f'TOP={context.TOP}; . {deps}; {script}']
+		cmd = ['bash', '-c', f'TOP={TOP}; . {deps}; {script}']
 		if user:
 			cmd = ['setpriv', '--reuid', user, '--regid', user, '--clear-groups', *cmd]
 		return subprocess.run(cmd, capture_output=True, text=True, cwd='/')

@@ -19,17 +19,14 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import prereq
-import distcc
-import modules
-import toolchain
-from kernel import Kernel
-from layout import VARIANTS, Layout
-from main import ext_modules
-from sandbox import unavailable
-from scratch import Scratch, copy, run_at_real_paths
-from util import GkiError
+from gkibuild import distcc, modules, toolchain
+from gkibuild.kernel import Kernel
+from gkibuild.layout import VARIANTS, Layout
+from gkibuild.main import ext_modules
+from gkibuild.sandbox import unavailable
+from gkibuild.scratch import Scratch, copy, run_at_real_paths
+from gkibuild.tests import prereq
+from gkibuild.util import GkiError
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']

@@ -11,12 +11,11 @@ import re
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import hookcost
+from gkibuild import hookcost
+from gkibuild.hookcost import HOOKED, UNHOOKED, CallSite
+from gkibuild.layout import Layout
+from gkibuild.util import GkiError
 from gkiqemu import boot
-from hookcost import HOOKED, UNHOOKED, CallSite
-from layout import Layout
-from util import GkiError
 
 LAYOUT = Layout.default()
 _HUNK = re.compile(r'^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@')

@@ -17,14 +17,13 @@ import time
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import prereq
-import toolchain
-from kernel import TOOLCHAIN_STAMP, Kernel
-from layout import VARIANTS, Layout
-from sandbox import Build, Sandbox, unavailable
-from scratch import Scratch
-from util import compiled, sha256_file
+from gkibuild import toolchain
+from gkibuild.kernel import TOOLCHAIN_STAMP, Kernel
+from gkibuild.layout import VARIANTS, Layout
+from gkibuild.sandbox import Build, Sandbox, unavailable
+from gkibuild.scratch import Scratch
+from gkibuild.tests import prereq
+from gkibuild.util import compiled, sha256_file
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']

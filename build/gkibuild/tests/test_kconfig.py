@@ -3,12 +3,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import kconfig
-import toolchain
-from kernel import Kernel
-from layout import Layout, Variant
-from util import GkiError
+from gkibuild import kconfig, toolchain
+from gkibuild.kernel import Kernel
+from gkibuild.layout import Layout, Variant
+from gkibuild.util import GkiError
 
 REAL = Layout.default()
 

@@ -9,11 +9,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import kmi
-import toolchain
-from layout import Layout
-from util import GkiError
+from gkibuild import kmi, toolchain
+from gkibuild.layout import Layout
+from gkibuild.util import GkiError
 
 LISTS = Layout.default().symbol_lists
 

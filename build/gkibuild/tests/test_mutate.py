@@ -10,11 +10,10 @@ import textwrap
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import prereq
-import mutate
-from layout import Layout
-from util import GkiError
+from gkibuild import mutate
+from gkibuild.layout import Layout
+from gkibuild.tests import prereq
+from gkibuild.util import GkiError
 
 LAYOUT = Layout.default()
 

@@ -4,9 +4,8 @@ import textwrap
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import patches
-from util import GkiError
+from gkibuild import patches
+from gkibuild.util import GkiError
 
 HELLO = 'int main(void)\n{\n\treturn 0;\n}\n'
 

@@ -14,12 +14,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-import context  # noqa: F401 (sets the import path)
-import modules
-import progress
-import util
-from kernel import Kernel
-from layout import VARIANTS, Layout
+from gkibuild import modules, progress, util
+from gkibuild.kernel import Kernel
+from gkibuild.layout import VARIANTS, Layout
 
 LABEL = 'kernel-release (release)'
 CLEAR = '\r\033[K'

@@ -10,11 +10,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-import context  # noqa: F401 (sets the import path)
-import toolchain
-import util
-from kernel import TOOLCHAIN_STAMP, Kernel
-from layout import VARIANTS, Layout
+from gkibuild import toolchain, util
+from gkibuild.kernel import TOOLCHAIN_STAMP, Kernel
+from gkibuild.layout import VARIANTS, Layout
 
 V19 = {'clang': '19.1.7', 'ld.lld': '19.1.7', 'llvm-objcopy': '19.1.7'}
 

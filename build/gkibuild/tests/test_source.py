@@ -6,9 +6,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import source
-from util import GkiError
+from gkibuild import source
+from gkibuild.layout import TOP
+from gkibuild.util import GkiError
 
 
 class PinTest(unittest.TestCase):
@@ -55,7 +55,7 @@ class PinTest(unittest.TestCase):
 
 
 class CommandLineTest(unittest.TestCase):
-	GKI = str(context.TOP / 'build' / 'gki')
+	GKI = str(TOP / 'build' / 'gki')
 
 	def test_unknown_command_is_one_clear_line(self):
 		r = subprocess.run([self.GKI, 'frobnicate'], capture_output=True, text=True)

@@ -4,9 +4,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import toolchain
-from util import GkiError
+from gkibuild import toolchain
+from gkibuild.util import GkiError
 
 
 class ToolchainTest(unittest.TestCase):

@@ -14,10 +14,8 @@ import unittest
 import unittest.mock
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import source
-import treesync
-from layout import Layout
+from gkibuild import source, treesync
+from gkibuild.layout import Layout
 
 OLD = 1_000_000_000	# a timestamp long before any test runs
 

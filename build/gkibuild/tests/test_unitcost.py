@@ -5,8 +5,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import unitcost
+from gkibuild import unitcost
 
 C_CMD = ('savedcmd_lib/a.o := ccache clang -Wp,-MMD,lib/.a.o.d -nostdinc -O2 '
 	 "-DKBUILD_MODNAME='\"a\"' -c -o lib/a.o /src/lib/a.c\n\nsource_lib/a.o := /src/lib/a.c\n")

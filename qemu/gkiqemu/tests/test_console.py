@@ -2,7 +2,6 @@
 import io
 import unittest
 
-import context  # noqa: F401 (sets the import path)
 from gkiqemu import console, runner
 
 

@@ -7,10 +7,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import prereq
+from gkibuild.layout import VARIANTS, Layout, Variant
+from gkibuild.tests import prereq
 from gkiqemu import boot, initramfs, ktap, runner
-from layout import VARIANTS, Layout, Variant
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']

@@ -15,7 +15,6 @@ import unittest
 from pathlib import Path
 from typing import Callable
 
-import context  # noqa: F401 (sets the import path)
 from gkiqemu import ktap, runner
 
 S = ktap.Status

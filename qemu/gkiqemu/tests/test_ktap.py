@@ -2,7 +2,6 @@
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
 from gkiqemu import ktap
 
 LOGS = Path(__file__).parent / 'logs'

@@ -10,7 +10,6 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
 from gkiqemu import boot, ktap, runner
 
 LOGS = Path(__file__).parent / 'logs'

@@ -3,10 +3,9 @@
 
 import unittest
 
-import context  # noqa: F401 (sets the import path)
+from gkibuild.layout import VARIANTS, Layout
+from gkibuild.util import GkiError
 from gkiqemu import runner
-from layout import VARIANTS, Layout
-from util import GkiError
 
 LAYOUT = Layout.default()
 

@@ -8,9 +8,8 @@ import io
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
+from gkibuild.layout import VARIANTS
 from gkiqemu import boot, ktap, runner
-from layout import VARIANTS
 
 LOGS = Path(__file__).parent / 'logs'
 S = ktap.Status

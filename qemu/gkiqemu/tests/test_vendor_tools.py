@@ -17,10 +17,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-import context  # noqa: F401 (sets the import path)
-import toolchain
+from gkibuild import toolchain
+from gkibuild.layout import Layout
 from gkiqemu import initramfs, ktap
-from layout import Layout
 
 LAYOUT = Layout.default()
 FLAGS = ['-O1', '-g', '-Wall', '-Werror', '-D_GNU_SOURCE',

@@ -6,17 +6,15 @@ import csv
 import io
 import json
 import subprocess
-import sys
 import tempfile
 import textwrap
 import unittest
 from pathlib import Path
 
-TOP = Path(__file__).resolve().parents[4]
-sys.path[:0] = [str(TOP / 'build' / 'gkibuild'), str(TOP / 'qemu')]
+from gkibuild.layout import Layout
+from gkiqemu import initramfs
 
-from gkiqemu import initramfs  # noqa: E402
-from layout import Layout  # noqa: E402
+TOP = Path(__file__).resolve().parents[4]
 
 SMAPS = textwrap.dedent('''\
 	aaaa0000-aaaa4000 rw-p 00000000 00:00 0                                  [anon:dalvik-main]
