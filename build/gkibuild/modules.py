@@ -49,6 +49,8 @@ def build(kernel: Kernel, mod: ExtModule, allow_undefined: bool = False) -> list
 	# module's folder keeps its clean build's count.
 	clean = progress.fresh(mtimes(dest, '.o'), dest)
 	total = progress.expected(dest) if clean else None
+	# The log grows across builds: only this build's lines explain it.
+	start = log.stat().st_size if log.exists() else 0
 	try:
 		with progress.Compiled(f'module {mod.name} ({kernel.variant.name})', log,
 				       total) as compiled:
@@ -57,7 +59,10 @@ def build(kernel: Kernel, mod: ExtModule, allow_undefined: bool = False) -> list
 		if clean:
 			progress.remember(dest, compiled.count)
 	except GkiError:
-		why = kmi.explain_undefined(log.read_text(errors='replace'),
+		with log.open('rb') as f:
+			f.seek(start)
+			text = f.read().decode(errors='replace')
+		why = kmi.explain_undefined(text,
 					    kmi.exportable(kernel.obj, kernel.env),
 					    kernel.layout.symbol_lists / mod.symbol_list,
 					    mod.symbol_list)

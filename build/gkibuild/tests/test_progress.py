@@ -17,6 +17,7 @@ from unittest import mock
 from gkibuild import modules, progress, util
 from gkibuild.kernel import Kernel
 from gkibuild.layout import VARIANTS, Layout
+from gkibuild.util import GkiError
 
 LABEL = 'kernel-release (release)'
 CLEAR = '\r\033[K'
@@ -287,6 +288,31 @@ class ModulesBuildTest(unittest.TestCase):
 
 	def test_not_a_terminal_prints_nothing(self):
 		self.assertEqual('', self.build(['a.o'], io.StringIO()))
+
+	def failing_build(self, this_run: str) -> str:
+		"""The message of a module build whose make fails after writing
+		this_run to a log that an earlier build left a modpost error in."""
+		log = self.layout.log(VARIANTS['release'], 'module-vmod')
+		log.parent.mkdir(parents=True, exist_ok=True)
+		log.write_text('ERROR: modpost: "old_sym" [/x/vmod.ko] undefined!\n')
+
+		def make(cmd, log, env=None, cwd=None, what=''):
+			with log.open('a') as f:
+				f.write(this_run)
+			raise GkiError('vendor module vmod failed')
+		with (mock.patch.object(modules, 'run_logged', make),
+		      mock.patch.object(modules.kmi, 'exportable',
+					lambda obj, env: {'old_sym', 'new_sym'}),
+		      self.assertRaises(GkiError) as cm):
+			modules.build(self.kernel, self.mod)
+		return str(cm.exception)
+
+	def test_a_failure_is_explained_by_its_own_log_lines(self):
+		msg = self.failing_build('a.c:1:1: error: call to undeclared function\n')
+		self.assertEqual('vendor module vmod failed', msg)
+		msg = self.failing_build('ERROR: modpost: "new_sym" [/x/vmod.ko] undefined!\n')
+		self.assertIn('vmod.ko uses new_sym, which the GKI does not export', msg)
+		self.assertNotIn('old_sym', msg)
 
 
 if __name__ == '__main__':
