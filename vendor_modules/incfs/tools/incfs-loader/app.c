@@ -31,6 +31,11 @@ uint32_t ld_block_len(const struct ld_entry *f, uint32_t blk)
 	return f->size - off < LD_BS ? f->size - off : LD_BS;
 }
 
+uint64_t ld_blob_off(const struct ld_entry *f, uint32_t blk)
+{
+	return f->blob_off + (uint64_t)blk * LD_BS;
+}
+
 int app_find(const struct ld_app *a, const char *path)
 {
 	for (size_t i = 0; i < a->n; i++)

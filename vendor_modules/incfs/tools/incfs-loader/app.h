@@ -54,5 +54,6 @@ int app_from_dir(struct ld_app *a, const char *dir);
 int app_finish(struct ld_app *a);
 int app_find(const struct ld_app *a, const char *path);
 uint32_t ld_block_len(const struct ld_entry *f, uint32_t blk);
+uint64_t ld_blob_off(const struct ld_entry *f, uint32_t blk);
 
 #endif /* INCFS_LOADER_APP_H */

@@ -1,17 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * incfs-loader: the block loop.  Priorities, checked before every
- * transport request:
- *
- *   1. pending reads (poll()/read() on .cmd): their blocks are fetched and
- *      written at once, in one write() per LD_BATCH records;
- *   2. the hot list, in manifest order;
- *   3. every other block, in file order (for a stream: in blob order,
- *      which is the order the bytes arrive in).
- *
- * Blocks of 2 and 3 gather into one batch of LD_BATCH records, written
- * when full; a transport request covers at most LD_RUN blocks so that a
- * pending read waits for at most one such request.  A block is LZ4
+ * incfs-loader: the block loop.  Before every transport request it reads
+ * the pending reads off .cmd (poll()/read()); schedule.c says what goes
+ * next: pending reads, then the hot list, then the bulk.  Pending reads'
+ * blocks are fetched and written at once, in one write() per LD_BATCH
+ * records; hot and bulk blocks gather into one batch of LD_BATCH records,
+ * written when full.  A transport request covers at most LD_RUN blocks so
+ * that a pending read waits for at most one such request.  A block is LZ4
  * compressed when that shrinks it.
  */
 #include <errno.h>
@@ -31,6 +26,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "load.h"
+#include "schedule.h"
 #include "transport.h"
 
 #define LD_BATCH	64	/* records per write() on .cmd */
@@ -42,30 +38,17 @@ struct batch {
 	int n;
 };
 
-struct want {				/* a pending read not served yet */
-	int file;
-	uint32_t blk;
-	double asked;
-};
-
 struct loader {
 	struct ld_app *a;
 	struct ld_xport *x;
 	const struct ld_opts *o;
 	struct ld_stats *st;
 	int cmd;
-	uint8_t *have;			/* per global block: present or sent */
-	uint64_t remaining;
+	struct ld_sched s;
+	size_t closed;			/* files of s.order whose sources are closed */
 	struct batch urgent, bulk;
-	struct want *want;
-	size_t nwant, wantcap;
 	double *svc;			/* pending-read service times, s */
 	size_t nsvc, svccap;
-	size_t hot_pos;
-	uint32_t hot_off;
-	int *order;			/* files, in bulk order */
-	size_t nord, ord_pos;
-	uint32_t ord_blk;
 	uint8_t scratch[LD_RUN][LD_BS];
 	double t0, next_tick;
 	int last_file;
@@ -187,8 +170,7 @@ static void batch_add(struct loader *l, struct batch *b, int file, uint32_t blk,
 		l->st->sent_lz4++;
 	b->asked[b->n] = asked;
 	b->n++;
-	l->have[f->first + blk] = 1;
-	l->remaining--;
+	sched_have(&l->s, file, blk);
 	l->st->sent++;
 }
 
@@ -200,6 +182,7 @@ static const char *rec_path(struct loader *l, const struct incfs_new_data_block 
 	return i < 0 ? "?" : file_of(l, i)->path;
 }
 
+/* Write the batch (nothing when it is empty). */
 static int batch_flush(struct loader *l, struct batch *b)
 {
 	size_t len = b->n * sizeof(b->rec[0]), done = 0;
@@ -241,16 +224,14 @@ static int batch_flush(struct loader *l, struct batch *b)
 
 /* ===== fetching ===== */
 
-static uint64_t blob_off(struct ld_entry *f, uint32_t blk)
-{
-	return f->blob_off + (uint64_t)blk * LD_BS;
-}
-
-static bool ready(struct loader *l, int file, uint32_t blk)
+static uint64_t run_bytes(struct loader *l, int file, uint32_t blk, uint32_t n)
 {
 	struct ld_entry *f = file_of(l, file);
+	uint64_t len = 0;
 
-	return l->a->from_dir || xport_ready(l->x, blob_off(f, blk), ld_block_len(f, blk));
+	for (uint32_t i = 0; i < n; i++)
+		len += ld_block_len(f, blk + i);
+	return len;
 }
 
 static int open_src(struct ld_entry *f)
@@ -271,14 +252,12 @@ static int deliver_run(struct loader *l, struct batch *b, int file, uint32_t blk
 		       uint32_t count, double asked)
 {
 	struct ld_entry *f = file_of(l, file);
-	uint64_t len = 0;
+	uint64_t len = run_bytes(l, file, blk, count);
 	int ret = 0;
 
-	for (uint32_t i = 0; i < count; i++)
-		len += ld_block_len(f, blk + i);
 	if (l->x->stream) {
 		for (uint32_t i = 0; i < count; i++)
-			batch_add(l, b, file, blk + i, xport_data(l->x, blob_off(f, blk + i)),
+			batch_add(l, b, file, blk + i, xport_data(l->x, ld_blob_off(f, blk + i)),
 				  asked);
 		return 0;
 	}
@@ -288,7 +267,7 @@ static int deliver_run(struct loader *l, struct batch *b, int file, uint32_t blk
 			ret = xport_pread(l->x, f->src_fd, (uint64_t)blk * LD_BS, l->scratch, len,
 					  f->path, blk + count - 1);
 	} else {
-		ret = xport_pread(l->x, l->x->fd, blob_off(f, blk), l->scratch, len, f->path,
+		ret = xport_pread(l->x, l->x->fd, ld_blob_off(f, blk), l->scratch, len, f->path,
 				  blk + count - 1);
 	}
 	if (ret)
@@ -316,36 +295,9 @@ static bool give_way(struct loader *l, uint64_t len)
 	return poll(&p, 1, (int)(wait * 1000) + 1) > 0 && (p.revents & POLLIN);
 }
 
-static uint64_t run_bytes(struct loader *l, int file, uint32_t blk, uint32_t n)
-{
-	struct ld_entry *f = file_of(l, file);
-	uint64_t len = 0;
+/* ===== the loop ===== */
 
-	for (uint32_t i = 0; i < n; i++)
-		len += ld_block_len(f, blk + i);
-	return len;
-}
-
-/* ===== pending reads ===== */
-
-static int want_add(struct loader *l, int file, uint32_t blk, double asked)
-{
-	for (size_t i = 0; i < l->nwant; i++)
-		if (l->want[i].file == file && l->want[i].blk == blk)
-			return 0;
-	if (l->nwant == l->wantcap) {
-		size_t cap = l->wantcap ? l->wantcap * 2 : 64;
-		struct want *nw = realloc(l->want, cap * sizeof(*nw));
-
-		if (!nw)
-			return ld_error(EX_INTERNAL, "out of memory");
-		l->want = nw;
-		l->wantcap = cap;
-	}
-	l->want[l->nwant++] = (struct want){ file, blk, asked };
-	return 0;
-}
-
+/* Read .cmd's pending reads into the schedule. */
 static int read_pending(struct loader *l)
 {
 	struct incfs_pending_read_info r[64];
@@ -363,153 +315,78 @@ static int read_pending(struct loader *l)
 			return ld_error(EX_MOUNT, "read of .cmd: %s", strerror(errno));
 		now = ld_now();
 		for (size_t i = 0; i < n / sizeof(r[0]); i++) {
-			int file = find_ino(l, r[i].file_ino);
-
-			if (file < 0 || r[i].block_index >= file_of(l, file)->nblocks)
-				continue;	/* not ours */
-			if (l->have[file_of(l, file)->first + r[i].block_index]) {
-				/* Sent, or waiting in the bulk batch: write it now. */
-				l->flush_bulk = true;
-				continue;
-			}
-			ret = want_add(l, file, r[i].block_index, now);
-			if (ret)
+			ret = sched_want(&l->s, find_ino(l, r[i].file_ino), r[i].block_index, now);
+			if (ret < 0)
 				return ret;
+			/* Sent, but maybe waiting in the bulk batch: write it now. */
+			if (ret == LD_WANT_SENT)
+				l->flush_bulk = true;
 		}
 		if (n < (ssize_t)sizeof(r))
 			return 0;
 	}
 }
 
-/* Read .cmd's pending reads and serve every one that can be served now. */
-static int serve_pending(struct loader *l)
-{
-	size_t keep = 0;
-	int ret = read_pending(l);
-
-	for (size_t i = 0; !ret && i < l->nwant; i++) {
-		struct want *w = &l->want[i];
-
-		if (l->have[file_of(l, w->file)->first + w->blk])
-			continue;
-		if (!ready(l, w->file, w->blk)) {
-			l->want[keep++] = *w;
-			continue;
-		}
-		if (l->urgent.n == LD_BATCH)
-			ret = batch_flush(l, &l->urgent);
-		if (!ret)
-			ret = deliver_run(l, &l->urgent, w->file, w->blk, 1, w->asked);
-	}
-	if (ret)
-		return ret;
-	l->nwant = keep;
-	if (l->flush_bulk && l->bulk.n)
-		ret = batch_flush(l, &l->bulk);
-	l->flush_bulk = false;
-	return ret || !l->urgent.n ? ret : batch_flush(l, &l->urgent);
-}
-
-/* ===== hot list and bulk ===== */
-
-/* The longest run from blk that is absent, ready, within limit blocks. */
-static uint32_t run_len(struct loader *l, int file, uint32_t blk, uint32_t limit)
-{
-	struct ld_entry *f = file_of(l, file);
-	uint32_t n = 0;
-
-	while (n < limit && blk + n < f->nblocks && !l->have[f->first + blk + n] &&
-	       ready(l, file, blk + n))
-		n++;
-	return n;
-}
-
+/* Blocks the next hot or bulk run may have: a full bulk batch is written first. */
 static uint32_t room(struct loader *l)
 {
-	uint32_t r = LD_BATCH - l->bulk.n;
+	uint32_t r = l->bulk.n == LD_BATCH ? LD_BATCH : LD_BATCH - l->bulk.n;
 
 	return r < LD_RUN ? r : LD_RUN;
 }
 
-/* Next hot run into the bulk batch: blocks added, 0 if none ready, or -EX_*. */
-static int step_hot(struct loader *l)
+static bool next_run(struct loader *l, struct ld_run *r)
 {
-	while (l->hot_pos < l->a->nhot) {
-		struct ld_hot *h = &l->a->hot[l->hot_pos];
-		struct ld_entry *f = file_of(l, h->file);
-		uint32_t blk = h->first + l->hot_off, n;
-		int ret;
+	bool got = sched_next(&l->s, room(l), xport_available(l->x), r);
 
-		if (l->hot_off >= h->count || blk >= f->nblocks) {
-			l->hot_pos++;
-			l->hot_off = 0;
-			continue;
+	/* The bulk order has passed these files: their sources are done with. */
+	while (l->closed < l->s.ord_pos) {
+		struct ld_entry *f = file_of(l, l->s.order[l->closed++]);
+
+		if (f->src_fd >= 0) {
+			close(f->src_fd);
+			f->src_fd = -1;
 		}
-		if (l->have[f->first + blk]) {
-			l->hot_off++;
-			continue;
-		}
-		n = run_len(l, h->file, blk, h->count - l->hot_off < room(l) ?
-			    h->count - l->hot_off : room(l));
-		if (!n)
-			return 0;	/* a stream has not got there yet */
-		if (give_way(l, run_bytes(l, h->file, blk, n)))
-			return 1;	/* gave way: the loop serves it next */
-		ret = deliver_run(l, &l->bulk, h->file, blk, n, 0);
-		if (ret)
-			return ret;
-		l->hot_off += n;
-		return n;
 	}
-	return 0;
+	return got;
 }
 
-static int step_bulk(struct loader *l)
+/* A pending read's block into the urgent batch. */
+static int serve_pending(struct loader *l, const struct ld_run *r)
 {
-	while (l->ord_pos < l->nord) {
-		int file = l->order[l->ord_pos];
-		struct ld_entry *f = file_of(l, file);
-		uint32_t n;
-		int ret;
+	int ret = 0;
 
-		if (l->ord_blk >= f->nblocks) {
-			l->ord_pos++;
-			l->ord_blk = 0;
-			if (f->src_fd >= 0) {
-				close(f->src_fd);
-				f->src_fd = -1;
-			}
-			continue;
-		}
-		if (l->have[f->first + l->ord_blk]) {
-			l->ord_blk++;
-			continue;
-		}
-		n = run_len(l, file, l->ord_blk, room(l));
-		if (!n)
-			return 0;
-		if (give_way(l, run_bytes(l, file, l->ord_blk, n)))
-			return 1;	/* gave way: the loop serves it next */
-		ret = deliver_run(l, &l->bulk, file, l->ord_blk, n, 0);
-		if (ret)
-			return ret;
-		l->ord_blk += n;
-		return n;
-	}
-	return 0;
+	if (l->urgent.n == LD_BATCH)
+		ret = batch_flush(l, &l->urgent);
+	return ret ? ret : deliver_run(l, &l->urgent, r->file, r->blk, 1, r->asked);
 }
 
-static int step(struct loader *l)
+/* Write what pending reads wait for: the urgent batch, the bulk batch if asked. */
+static int flush_pending(struct loader *l)
 {
-	int n;
+	int ret = 0;
+
+	if (l->flush_bulk && l->bulk.n)
+		ret = batch_flush(l, &l->bulk);
+	l->flush_bulk = false;
+	if (!ret && l->urgent.n)
+		ret = batch_flush(l, &l->urgent);
+	return ret;
+}
+
+/* A hot or bulk run into the bulk batch, unless a pending read comes first. */
+static int send_run(struct loader *l, const struct ld_run *r)
+{
+	int ret;
 
 	if (l->bulk.n == LD_BATCH) {
-		n = batch_flush(l, &l->bulk);
-		if (n)
-			return n;
+		ret = batch_flush(l, &l->bulk);
+		if (ret)
+			return ret;
 	}
-	n = step_hot(l);
-	return n ? n : step_bulk(l);
+	if (give_way(l, run_bytes(l, r->file, r->blk, r->count)))
+		return 0;	/* the loop serves it next */
+	return deliver_run(l, &l->bulk, r->file, r->blk, r->count, 0);
 }
 
 /* Sleep until a pending read, stream data, or the next progress tick. */
@@ -554,14 +431,6 @@ static int stream_error(struct loader *l)
 
 /* ===== resumability ===== */
 
-static int cmp_blob(const void *pa, const void *pb, void *arg)
-{
-	struct ld_app *a = arg;
-	uint64_t x = a->e[*(const int *)pa].blob_off, y = a->e[*(const int *)pb].blob_off;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Which blocks the backing image already holds.  The delivered blocks'
  * blockmap entries reach the image on syncfs(), so it is called first.
@@ -587,46 +456,32 @@ static void learn_present(struct loader *l, const char *backing)
 		if (f->type != LD_FILE)
 			continue;
 		for (uint32_t b = 0; b < f->nblocks; b++) {
-			if (!incfs_img_block_present(&img, f->ino, b))
-				continue;
-			l->have[f->first + b] = 1;
-			l->remaining--;
-			l->st->present_at_start++;
+			if (incfs_img_block_present(&img, f->ino, b) && sched_have(&l->s, i, b))
+				l->st->present_at_start++;
 		}
 	}
 	incfs_img_close(&img);
 }
 
-static int loader_init(struct loader *l)
-{
-	struct ld_app *a = l->a;
-
-	l->have = calloc(a->total_blocks + 1, 1);
-	l->order = calloc(a->n + 1, sizeof(*l->order));
-	if (!l->have || !l->order)
-		return ld_error(EX_INTERNAL, "out of memory");
-	for (size_t i = 0; i < a->n; i++)
-		if (a->e[i].type == LD_FILE)
-			l->order[l->nord++] = i;
-	if (l->x->stream)
-		qsort_r(l->order, l->nord, sizeof(*l->order), cmp_blob, a);
-	l->remaining = a->total_blocks;
-	l->last_file = -1;
-	return 0;
-}
-
 static int loop(struct loader *l)
 {
-	bool stream_ended = false;
+	bool stream_ended = false, got;
+	struct ld_run r;
 	int ret;
 
 	for (;;) {
 		tick(l);
-		ret = serve_pending(l);
+		got = false;
+		ret = read_pending(l);
+		while (!ret && (got = next_run(l, &r)) && r.kind == LD_PENDING)
+			ret = serve_pending(l, &r);
+		if (!ret)
+			ret = flush_pending(l);
 		if (ret)
 			return ret;
-		if (!l->remaining) {
-			if (l->bulk.n && (ret = batch_flush(l, &l->bulk)))
+		if (!l->s.remaining) {
+			ret = batch_flush(l, &l->bulk);
+			if (ret)
 				return ret;
 			if (!l->o->serve)
 				return 0;
@@ -635,17 +490,19 @@ static int loop(struct loader *l)
 				return ret;
 			continue;
 		}
-		ret = step(l);
-		if (ret < 0)
-			return ret;
-		if (ret)
+		if (got) {
+			ret = send_run(l, &r);
+			if (ret)
+				return ret;
 			continue;
+		}
 		/* Nothing ready: only a stream gets here. */
-		if (l->bulk.n && (ret = batch_flush(l, &l->bulk)))
+		ret = batch_flush(l, &l->bulk);
+		if (ret)
 			return ret;
 		if (!l->x->stream)
 			return ld_error(EX_INTERNAL, "%llu blocks left that no step can send",
-					(unsigned long long)l->remaining);
+					(unsigned long long)l->s.remaining);
 		if (atomic_load(&l->x->err)) {
 			/* One more pass delivers what arrived last, then fail. */
 			if (stream_ended)
@@ -674,7 +531,8 @@ int load_run(struct ld_app *a, struct ld_xport *x, int cmd, const struct ld_opts
 	l->cmd = cmd;
 	l->t0 = ld_now();
 	l->next_tick = l->t0 + 1;
-	ret = loader_init(l);
+	l->last_file = -1;
+	ret = sched_init(&l->s, a, x->stream);
 	if (!ret) {
 		learn_present(l, o->backing);
 		ret = xport_start(x);
@@ -688,9 +546,7 @@ int load_run(struct ld_app *a, struct ld_xport *x, int cmd, const struct ld_opts
 		ret = ld_error(EX_BLOCK, "syncfs: %s", strerror(errno));
 	st->seconds = ld_now() - l->t0;
 	st->median_us = median_us(l);
-	free(l->have);
-	free(l->order);
-	free(l->want);
+	sched_free(&l->s);
 	free(l->svc);
 	free(l);
 	return ret;

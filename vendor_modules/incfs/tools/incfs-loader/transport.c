@@ -222,12 +222,10 @@ int xport_start(struct ld_xport *x)
 	return 0;
 }
 
-/* Can [off, off + len) of the blob be had now (without waiting for a stream)? */
-bool xport_ready(struct ld_xport *x, uint64_t off, uint64_t len)
+/* How many bytes of the blob can be had now: a stream's received ones, or all. */
+uint64_t xport_available(struct ld_xport *x)
 {
-	if (!x->stream)
-		return true;
-	return off + len <= atomic_load(&x->received);
+	return x->stream ? atomic_load(&x->received) : UINT64_MAX;
 }
 
 /* The received bytes at off of a stream (xport_ready() said so). */

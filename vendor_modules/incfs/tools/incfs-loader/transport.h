@@ -34,7 +34,7 @@ struct ld_xport {
 int xport_open(struct ld_xport *x, const char *spec, uint64_t need);
 int xport_start(struct ld_xport *x);
 double xport_wait_time(struct ld_xport *x, size_t n);
-bool xport_ready(struct ld_xport *x, uint64_t off, uint64_t len);
+uint64_t xport_available(struct ld_xport *x);
 int xport_pread(struct ld_xport *x, int fd, uint64_t off, void *buf, size_t len,
 		const char *path, uint32_t last_blk);
 const uint8_t *xport_data(struct ld_xport *x, uint64_t off);
