@@ -42,7 +42,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from gkibuild import toolchain
+from gkibuild import programs, toolchain
 from gkibuild.kernel import Kernel
 from gkibuild.layout import Layout, Variant
 from gkibuild.scratch import Scratch
@@ -309,7 +309,7 @@ def run(layout: Layout, v: Variant, names: list[str], jobs: int, icount: bool = 
 	prints the table, writes out/bench/hookcost-CLOCK-TIME.json."""
 	clock = 'icount' if icount else 'host'
 	names = names or DEFAULT_BENCH
-	known = {p.name for p in initramfs.discover(layout, 'bench')}
+	known = {p.name for p in programs.discover(layout, 'bench')}
 	if set(names) - known:
 		raise GkiError(f'unknown benchmark(s) {", ".join(sorted(set(names) - known))}')
 	start = time.monotonic()

@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from gkibuild import abi, dist, distcc, kmi, modules, source, toolchain
+from gkibuild import abi, dist, distcc, kmi, modules, programs, source, toolchain
 from gkibuild.abi_changes import verdict
 from gkibuild.background import Background
 from gkibuild.kernel import Kernel, default_jobs
@@ -228,10 +228,10 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 def device_tools(layout: Layout, v: Variant, uapi: Path) -> dict[str, Path]:
 	"""The device tools of qemu/tools/, for arm64 and for the build machine,
 	as dist paths -> built files."""
-	from gkiqemu import initramfs
-	progs = initramfs.discover(layout, 'tools')
-	arm64 = initramfs.compile_programs(layout, uapi, progs, layout.programs(v) / 'tools')
-	host = initramfs.compile_programs(layout, uapi, progs, 'host/bin', host=True)
+	progs = programs.discover(layout, 'tools')
+	arm64 = programs.compile_programs(layout, programs.GUEST, progs,
+					  layout.programs(v) / 'tools', uapi)
+	host = programs.compile_programs(layout, programs.HOST, progs, layout.out / 'host' / 'bin')
 	return {**{f'tools/arm64/{n}': p for n, p in arm64.items()},
 		**{f'tools/host/{n}': p for n, p in host.items()}}
 

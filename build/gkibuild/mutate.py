@@ -36,6 +36,7 @@ import tomllib
 from pathlib import Path
 from typing import Iterable, TextIO
 
+from gkibuild import programs
 from gkibuild.layout import VARIANTS, Layout, python_path, test_root
 from gkibuild.sandbox import INPUTS, Sandbox, unavailable
 from gkibuild.util import GkiError
@@ -132,8 +133,7 @@ def _duplicates(path: Path, mutants: list[Mutant]) -> list[str]:
 
 
 def _suite_names(layout: Layout) -> set[str]:
-	from gkiqemu import initramfs
-	return {p.name for p in initramfs.discover(layout, 'suites')}
+	return {p.name for p in programs.discover(layout, 'suites')}
 
 
 def check(m: Mutant, layout: Layout, suites: set[str]) -> list[str]:

@@ -16,7 +16,7 @@ import unittest
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
-from gkibuild import progress
+from gkibuild import programs, progress
 from gkibuild.layout import Layout, Variant, test_root
 from gkibuild.util import GkiError, info
 from gkiqemu import boot, console, initramfs, ktap
@@ -236,28 +236,28 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 	"""Build the guest programs and the variant's initramfs; bench_names
 	picks benchmarks (all when empty), only picks suites (all when empty)."""
 	uapi = layout.obj(v) / 'uapi' / 'include'
-	suites = initramfs.discover(layout, 'suites')
+	suites = programs.discover(layout, 'suites')
 	if only:
 		unknown = sorted(set(only) - {p.name for p in suites})
 		if unknown:
 			raise GkiError(f'no guest suite named {", ".join(unknown)}')
 		suites = [p for p in suites if p.name in only]
-	bench = initramfs.discover(layout, 'bench')
+	bench = programs.discover(layout, 'bench')
 	if bench_names:
 		bench = [p for p in bench if p.name in bench_names]
-	programs = initramfs.compile_programs(layout, uapi, suites + bench,
-					      layout.programs(v) / 'tests')
-	tools = initramfs.compile_programs(layout, uapi, initramfs.discover(layout, 'tools'),
-					   layout.programs(v) / 'tools')
+	tests = programs.compile_programs(layout, programs.GUEST, suites + bench,
+					  layout.programs(v) / 'tests', uapi)
+	guest_tools = programs.compile_programs(layout, programs.GUEST, programs.discover(layout, 'tools'),
+						layout.programs(v) / 'tools', uapi)
 	for p in extra:
-		if p.name in programs:
+		if p.name in tests:
 			raise GkiError(f'--add {p}: a guest program named {p.name} already exists')
-		programs[p.name] = p
+		tests[p.name] = p
 	lists = {
 		'test': [f'/tests/{p.name}' for p in suites] + [f'/tests/{p.name}' for p in extra],
 		'bench': [f'/tests/{p.name}' for p in bench],
 	}
-	return initramfs.write_cpio(layout, v, layout.dist(v), programs, tools, lists)
+	return initramfs.write_cpio(layout, v, layout.dist(v), tests, guest_tools, lists)
 
 
 def boots(layout: Layout, v: Variant, initrd: Path, mode: str,
@@ -567,7 +567,7 @@ def bench_records(text: str) -> list[dict]:
 
 
 def bench(layout: Layout, v: Variant, names: list[str]) -> int:
-	known = [p.name for p in initramfs.discover(layout, 'bench')]
+	known = [p.name for p in programs.discover(layout, 'bench')]
 	unknown = sorted(set(names) - set(known))
 	if unknown:
 		raise GkiError(f'unknown benchmark(s) {", ".join(unknown)}; known: '

@@ -3,6 +3,7 @@
 
 import unittest
 
+from gkibuild import programs
 from gkibuild.layout import VARIANTS, Layout
 from gkibuild.util import GkiError
 from gkiqemu import runner
@@ -16,7 +17,7 @@ class OnlyTest(unittest.TestCase):
 			runner.prepare(LAYOUT, VARIANTS['release'], [], only=['no_such_suite'])
 
 	def test_known_suites_are_found(self) -> None:
-		names = {p.name for p in runner.initramfs.discover(LAYOUT, 'suites')}
+		names = {p.name for p in programs.discover(LAYOUT, 'suites')}
 		self.assertLessEqual({'boot_smoke', 'kunit', 'incfs_reads'}, names)
 
 

@@ -2,8 +2,9 @@
 """The C tests of vendors' tool libraries and tools (vendor_modules/*/
 tools/tests/test_*.c): kselftest-harness programs built for the build
 machine with the tree's tools/testing/selftests/kselftest_harness.h, the
-library's sources, AddressSanitizer and UBSan (the pinned clang;
-libclang-rt-19-dev).  Each runs with the vendor's tools built for the host
+library's sources, AddressSanitizer and UBSan, as gkibuild.programs
+declares host tests (HOST_ASAN: the pinned clang; libclang-rt-19-dev).
+Each runs with the vendor's tools built for the host
 as for dist (out/dist/tools/host/), each tool's path in an environment
 variable named after it (incfs-image: INCFS_IMAGE), and each KTAP case it
 prints is a subtest of its own: passed, skipped, or failed naming it."""
@@ -17,13 +18,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import toolchain
+from gkibuild import programs, toolchain
 from gkibuild.layout import Layout
-from gkiqemu import initramfs, ktap
+from gkiqemu import ktap
 
 LAYOUT = Layout.default()
-FLAGS = ['-O1', '-g', '-Wall', '-Werror', '-D_GNU_SOURCE',
-	 '-fsanitize=address,undefined', '-fno-sanitize-recover=all']
 SELFTESTS = LAYOUT.src / 'tools' / 'testing' / 'selftests'
 # A whole run takes under a minute; each case has the harness's timeout.
 RUN_TIMEOUT_S = 1800
@@ -65,16 +64,14 @@ class VendorToolTests(unittest.TestCase):
 		self.assertTrue((SELFTESTS / 'kselftest_harness.h').exists(),
 				f'{SELFTESTS} is missing: ./build/gki build extracts the tree')
 		tools_dir = src.parents[1]
-		lib = sorted((tools_dir / 'lib').glob('*.c'))
+		prog = next(p for p in programs.discover(LAYOUT, 'host-tests') if p.srcs[0] == src)
 		shm = SHM if SHM.is_dir() and os.access(SHM, os.W_OK) else None
 		with (tempfile.TemporaryDirectory() as tmp,
 		      tempfile.TemporaryDirectory(dir=shm) as scratch):
 			exe = Path(tmp) / src.stem
-			build = subprocess.run([str(toolchain.LLVM_BIN / 'clang'), *FLAGS,
-						'-I', str(SELFTESTS), *initramfs.lib_flags(LAYOUT),
-						*initramfs.vendor_uapi_flags(LAYOUT), '-o', str(exe),
-						str(src), *map(str, lib), '-llz4'],
-					       capture_output=True, text=True)
+			build = subprocess.run(programs.HOST_ASAN.command(LAYOUT, prog.srcs, exe),
+					       capture_output=True, text=True,
+					       env=toolchain.hermetic_env(use_ccache=False))
 			self.assertEqual(0, build.returncode, build.stderr[-3000:])
 			env = dict(os.environ, TMPDIR=scratch)
 			for name, path in self.host_tools(tools_dir, Path(tmp)).items():
@@ -88,10 +85,10 @@ class VendorToolTests(unittest.TestCase):
 	def host_tools(tools_dir: Path, tmp: Path) -> dict[str, Path]:
 		"""The vendor's tools, built for the host as dist's are."""
 		layout = Layout(LAYOUT.top, tmp / 'out')
-		progs = [p for p in initramfs.discover(layout, 'tools')
+		progs = [p for p in programs.discover(layout, 'tools')
 			 if p.srcs[0].parents[1] == tools_dir]
-		return initramfs.compile_programs(layout, Path('/nonexistent'), progs,
-						  'host/bin', host=True)
+		return programs.compile_programs(layout, programs.HOST, progs,
+						 layout.out / 'host' / 'bin')
 
 	def judge(self, out: str, rc: int) -> None:
 		"""One subtest per KTAP case; a clean exit when none failed."""

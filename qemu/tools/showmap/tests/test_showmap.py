@@ -11,8 +11,8 @@ import textwrap
 import unittest
 from pathlib import Path
 
+from gkibuild import programs
 from gkibuild.layout import Layout
-from gkiqemu import initramfs
 
 TOP = Path(__file__).resolve().parents[4]
 
@@ -62,9 +62,9 @@ class ShowmapTest(unittest.TestCase):
 	def setUpClass(cls):
 		cls.tmp = tempfile.TemporaryDirectory()
 		layout = Layout(TOP, Path(cls.tmp.name))
-		progs = [p for p in initramfs.discover(layout, 'tools') if p.name == 'showmap']
-		cls.bin = initramfs.compile_programs(layout, Path('/nonexistent'), progs,
-						     'host/bin', host=True)['showmap']
+		progs = [p for p in programs.discover(layout, 'tools') if p.name == 'showmap']
+		cls.bin = programs.compile_programs(layout, programs.HOST, progs,
+						    layout.out / 'host' / 'bin')['showmap']
 
 	@classmethod
 	def tearDownClass(cls):

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The declaration of user-space programs (programs.py): where each kind
+is found in a small tree, and the command line each target gives: the
+flags that matter (--target, -static, the sanitizers) and where the
+libraries go (after the sources)."""
+
+import tempfile
+import unittest
+from pathlib import Path
+
+from gkibuild import programs
+from gkibuild.layout import Layout
+from gkibuild.util import GkiError
+
+
+class ProgramsTest(unittest.TestCase):
+	def setUp(self):
+		tmp = tempfile.TemporaryDirectory()
+		self.addCleanup(tmp.cleanup)
+		self.top = Path(tmp.name)
+		self.layout = Layout(self.top, self.top / 'out')
+		for rel in ('qemu/suites/boot_smoke.c', 'qemu/bench/read_bench.c',
+			    'qemu/tools/showmap/showmap.c',
+			    'vendor_modules/v/include/uapi/linux/v.h', 'vendor_modules/v/tests/v_basic.c',
+			    'vendor_modules/v/tools/v-image/main.c', 'vendor_modules/v/tools/v-image/io.c',
+			    'vendor_modules/v/tools/lib/v_format.c', 'vendor_modules/v/tools/lib/v_format.h',
+			    'vendor_modules/v/tools/tests/test_v_format.c'):
+			(self.top / rel).parent.mkdir(parents=True, exist_ok=True)
+			(self.top / rel).write_text('')
+
+	def names(self, kind: str) -> list[str]:
+		return [p.name for p in programs.discover(self.layout, kind)]
+
+	def test_each_kind_is_found_where_declared(self):
+		self.assertEqual(['boot_smoke', 'v_basic'], self.names('suites'))
+		self.assertEqual(['read_bench'], self.names('bench'))
+		self.assertEqual(['showmap', 'v-image'], self.names('tools'))
+		self.assertEqual(['test_v_format'], self.names('host-tests'))
+		self.assertEqual(set(programs.KINDS), {'suites', 'bench', 'tools', 'host-tests'})
+		with self.assertRaisesRegex(GkiError, 'no kind of program named sweets'):
+			programs.discover(self.layout, 'sweets')
+
+	def test_a_tool_and_a_host_test_take_their_library(self):
+		tools = {p.name: p.srcs for p in programs.discover(self.layout, 'tools')}
+		lib = self.top / 'vendor_modules/v/tools/lib/v_format.c'
+		tool = self.top / 'vendor_modules/v/tools/v-image'
+		self.assertEqual((tool / 'io.c', tool / 'main.c', lib), tools['v-image'])
+		[test] = programs.discover(self.layout, 'host-tests')
+		self.assertEqual((self.top / 'vendor_modules/v/tools/tests/test_v_format.c', lib),
+				 test.srcs)
+
+	def test_guest_suite_command(self):
+		suite = self.top / 'qemu/suites/boot_smoke.c'
+		uapi = self.top / 'out/release/obj/uapi/include'
+		out, dep = Path('/o/boot_smoke'), Path('/o/boot_smoke.d')
+		lz4 = self.top / 'out/guest-pkgs/liblz4-dev/usr'
+		self.assertEqual(
+			['clang', '--target=aarch64-linux-gnu', '-fuse-ld=lld', '-static', '-O2', '-g',
+			 '-Wall', '-Werror', '-D_GNU_SOURCE', '-pthread',
+			 '-isystem', str(uapi),
+			 '-I', str(self.top / 'out/src/linux/tools/testing/selftests'),
+			 '-I', str(self.top / 'qemu/include'),
+			 '-isystem', str(self.top / 'vendor_modules/v/include/uapi'),
+			 '-I', str(self.top / 'vendor_modules/v/tools/lib'),
+			 '-isystem', str(lz4 / 'include'),
+			 '-MD', '-MF', str(dep), '-o', str(out), str(suite),
+			 '-L', str(lz4 / 'lib/aarch64-linux-gnu'), '-llz4'],
+			programs.GUEST.command(self.layout, [suite], out, uapi, dep))
+
+	def test_guest_programs_need_the_uapi_headers(self):
+		with self.assertRaisesRegex(GkiError, 'UAPI headers'):
+			programs.GUEST.command(self.layout, [Path('a.c')], Path('/o/a'))
+
+	def test_host_tool_command(self):
+		srcs = [Path('/t/main.c'), Path('/t/lib.c')]
+		cmd = programs.HOST.command(self.layout, srcs, Path('/o/v-image'),
+					    dep=Path('/o/v-image.d'))
+		self.assertEqual(
+			['clang', '-O2', '-g', '-Wall', '-Werror', '-D_GNU_SOURCE',
+			 '-I', str(self.top / 'vendor_modules/v/tools/lib'),
+			 '-isystem', str(self.top / 'vendor_modules/v/include/uapi'),
+			 '-MD', '-MF', '/o/v-image.d', '-o', '/o/v-image', '/t/main.c', '/t/lib.c',
+			 '-Wl,--as-needed', '-llz4'], cmd)
+		self.assertNotIn('-static', cmd)
+		self.assertFalse([f for f in cmd if f.startswith('--target')])
+
+	def test_host_c_test_command(self):
+		cmd = programs.HOST_ASAN.command(self.layout, [Path('/t/test_v.c'), Path('/t/lib.c')],
+						 Path('/o/test_v'))
+		self.assertEqual(
+			['clang', '-O1', '-g', '-Wall', '-Werror', '-D_GNU_SOURCE',
+			 '-fsanitize=address,undefined', '-fno-sanitize-recover=all',
+			 '-I', str(self.top / 'out/src/linux/tools/testing/selftests'),
+			 '-I', str(self.top / 'vendor_modules/v/tools/lib'),
+			 '-isystem', str(self.top / 'vendor_modules/v/include/uapi'),
+			 '-o', '/o/test_v', '/t/test_v.c', '/t/lib.c', '-llz4'], cmd)
+
+
+if __name__ == '__main__':
+	unittest.main()
