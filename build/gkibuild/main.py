@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from gkibuild import abi, dist, distcc, kmi, modules, programs, source, toolchain
+from gkibuild import abi, dist, distcc, kmi, modules, source, toolchain, tools
 from gkibuild.abi_changes import verdict
 from gkibuild.background import Background
 from gkibuild.kernel import Kernel, default_jobs
@@ -67,7 +67,7 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 			ext = {m: modules.build(k, m) for m in ext_modules(layout)}
 			st.note = f'{len(rebuilt(before, mtimes(layout.ext(v), ".o")))} objects rebuilt'
 		with timer.stage(f'tools-{v.name}', v.name):
-			tools = device_tools(layout, v, headers)
+			shipped_tools = tools.build(layout, v, headers)
 		with timer.stage(f'dist-{v.name}', v.name):
 			manifest = {
 				'variant': v.name,
@@ -80,7 +80,7 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 				'vendor_modules': sorted(m.name for m in ext if m.kind == 'vendor'),
 				'stage_seconds': timer.timings,
 			}
-			dists[v.name] = dist.assemble(k, headers, ext, tools, manifest)
+			dists[v.name] = dist.assemble(k, headers, ext, shipped_tools, manifest)
 		if v.name == 'release':
 			abi.write_prop(dists[v.name], lists, enforced, manifest)
 		if v.name == 'release' and abi_check:
@@ -223,17 +223,6 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 	print(f'{path}: {len(res.added)} added, {len(res.removed)} removed'
 	      + ('' if args.remove else ' (add-only; --remove drops unused symbols)'))
 	return 1 if res.unexportable else 0
-
-
-def device_tools(layout: Layout, v: Variant, uapi: Path) -> dict[str, Path]:
-	"""The device tools of qemu/tools/, for arm64 and for the build machine,
-	as dist paths -> built files."""
-	progs = programs.discover(layout, 'tools')
-	arm64 = programs.compile_programs(layout, programs.GUEST, progs,
-					  layout.programs(v) / 'tools', uapi)
-	host = programs.compile_programs(layout, programs.HOST, progs, layout.out / 'host' / 'bin')
-	return {**{f'tools/arm64/{n}': p for n, p in arm64.items()},
-		**{f'tools/host/{n}': p for n, p in host.items()}}
 
 
 def cmd_build(args: argparse.Namespace, layout: Layout) -> int:

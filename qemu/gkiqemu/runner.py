@@ -16,7 +16,7 @@ import unittest
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
-from gkibuild import programs, progress
+from gkibuild import programs, progress, tools
 from gkibuild.layout import Layout, Variant, test_root
 from gkibuild.util import GkiError, info
 from gkiqemu import boot, console, initramfs, ktap
@@ -247,8 +247,7 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 		bench = [p for p in bench if p.name in bench_names]
 	tests = programs.compile_programs(layout, programs.GUEST, suites + bench,
 					  layout.programs(v) / 'tests', uapi)
-	guest_tools = programs.compile_programs(layout, programs.GUEST, programs.discover(layout, 'tools'),
-						layout.programs(v) / 'tools', uapi)
+	guest_tools = tools.guest(layout, v, uapi)
 	for p in extra:
 		if p.name in tests:
 			raise GkiError(f'--add {p}: a guest program named {p.name} already exists')
