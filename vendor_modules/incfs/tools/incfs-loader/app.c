@@ -345,6 +345,22 @@ int app_from_dir(struct ld_app *a, const char *dir)
 	return ret;
 }
 
+void app_free(struct ld_app *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		struct ld_entry *e = &a->e[i];
+
+		free(e->path);
+		free(e->src);
+		free(e->target);
+		if (e->src_fd >= 0)
+			close(e->src_fd);
+	}
+	free(a->e);
+	free(a->hot);
+	*a = (struct ld_app){ };
+}
+
 /* Resolve parents and link targets, number the blocks. */
 int app_finish(struct ld_app *a)
 {

@@ -52,6 +52,7 @@ struct ld_app {
 int app_parse_manifest(struct ld_app *a, const char *path, bool hot_only);
 int app_from_dir(struct ld_app *a, const char *dir);
 int app_finish(struct ld_app *a);
+void app_free(struct ld_app *a);
 int app_find(const struct ld_app *a, const char *path);
 uint32_t ld_block_len(const struct ld_entry *f, uint32_t blk);
 uint64_t ld_blob_off(const struct ld_entry *f, uint32_t blk);

@@ -212,6 +212,7 @@ int main(int argc, char **argv)
 	}
 	if (cmd >= 0)
 		close(cmd);
+	app_free(&a);
 	/* Delivered blocks stay in the image; unmount only when asked to. */
 	if (mounted && o.umount && umount2(o.mount, 0)) {
 		fprintf(stderr, "incfs-loader: umount %s: %s\n", o.mount, strerror(errno));
