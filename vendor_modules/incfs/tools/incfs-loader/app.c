@@ -384,7 +384,8 @@ int app_finish(struct ld_app *a)
 		}
 		if (e->type == LD_LINK) {
 			e->target_idx = app_find(a, e->target);
-			if (e->target_idx < 0 || a->e[e->target_idx].type != LD_FILE)
+			if (e->target_idx < 0 || e->target_idx >= (int)i ||
+			    a->e[e->target_idx].type != LD_FILE)
 				return ld_error(EX_USAGE, "link %s: %s is not a file declared before it",
 						e->path, e->target);
 		}
