@@ -226,6 +226,9 @@ int app_parse_manifest(struct ld_app *a, const char *path, bool hot_only)
 		else
 			ret = parse_line(a, f, n, hot_only, path, lineno);
 	}
+	/* getline() ends at an error as at the end: a directory reads as empty. */
+	if (!ret && ferror(fp))
+		ret = ld_error(EX_USAGE, "cannot read %s: %s", path, strerror(errno));
 	free(line);
 	fclose(fp);
 	return ret;
