@@ -152,7 +152,8 @@ static int parse_line(struct ld_app *a, char **f, int n, bool hot_only, const ch
 	if (!strcmp(f[0], "hot")) {
 		if (n != 4 || !num(f[2], 10, &first) || !num(f[3], 10, &count) ||
 		    first > UINT32_MAX || count > UINT32_MAX)
-			return bad_line(mpath, lineno, "expected: hot <path> <first-block> <count>");
+			return bad_line(mpath, lineno,
+					"expected: hot <path> <first-block> <count>");
 		i = app_find(a, f[1]);
 		if (i < 0 || a->e[i].type != LD_FILE)
 			return bad_line(mpath, lineno, "hot: not a file declared above");
@@ -176,7 +177,9 @@ static int parse_line(struct ld_app *a, char **f, int n, bool hot_only, const ch
 		if (!path_ok(f[2]) || app_find_name(a, f[2]) >= 0)
 			return bad_line(mpath, lineno, "bad or duplicate path");
 		e = app_add(a, LD_LINK, f[2]);
-		if (!e || !(e->target = strdup(f[1])))
+		if (e)
+			e->target = strdup(f[1]);
+		if (!e || !e->target)
 			return ld_error(EX_INTERNAL, "out of memory");
 		a->nlinks++;
 		return 0;
@@ -257,7 +260,9 @@ static int walk_file(struct walk *w, const char *src, const char *rel, const str
 			if (w->seen[i].dev != st->st_dev || w->seen[i].ino != st->st_ino)
 				continue;
 			e = app_add(w->a, LD_LINK, rel);
-			if (!e || !(e->target = strdup(w->a->e[w->seen[i].entry].path)))
+			if (e)
+				e->target = strdup(w->a->e[w->seen[i].entry].path);
+			if (!e || !e->target)
 				return ld_error(EX_INTERNAL, "out of memory");
 			w->a->nlinks++;
 			return 0;
@@ -276,7 +281,9 @@ static int walk_file(struct walk *w, const char *src, const char *rel, const str
 	if ((uint64_t)st->st_size > LD_MAX_FILE)
 		return ld_error(EX_SOURCE, "%s: larger than 64 GiB", src);
 	e = app_add(w->a, LD_FILE, rel);
-	if (!e || !(e->src = strdup(src)))
+	if (e)
+		e->src = strdup(src);
+	if (!e || !e->src)
 		return ld_error(EX_INTERNAL, "out of memory");
 	e->mode = st->st_mode & 07777;
 	e->size = st->st_size;
@@ -382,14 +389,16 @@ int app_finish(struct ld_app *a)
 			e->parent = app_find(a, e->path);
 			*slash = '/';
 			if (e->parent < 0 || e->parent >= (int)i || a->e[e->parent].type != LD_DIR)
-				return ld_error(EX_USAGE, "%s: its directory is not declared before it",
+				return ld_error(EX_USAGE,
+						"%s: its directory is not declared before it",
 						e->path);
 		}
 		if (e->type == LD_LINK) {
 			e->target_idx = app_find(a, e->target);
 			if (e->target_idx < 0 || e->target_idx >= (int)i ||
 			    a->e[e->target_idx].type != LD_FILE)
-				return ld_error(EX_USAGE, "link %s: %s is not a file declared before it",
+				return ld_error(EX_USAGE,
+						"link %s: %s is not a file declared before it",
 						e->path, e->target);
 		}
 		if (e->type == LD_FILE) {

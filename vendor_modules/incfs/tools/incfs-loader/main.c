@@ -81,18 +81,42 @@ static int parse_opts(int argc, char **argv, struct ld_opts *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (c) {
-		case OPT_DIR: o->dir = optarg; break;
-		case OPT_MANIFEST: o->manifest = optarg; break;
-		case OPT_BLOB: o->blob = optarg; break;
-		case OPT_HOT: o->hot = optarg; break;
-		case OPT_MOUNT: o->mount = optarg; break;
-		case OPT_ATTACH: o->attach = optarg; break;
-		case OPT_BACKING: o->backing = optarg; break;
-		case OPT_EXIT: o->serve = false; break;
-		case OPT_SERVE: o->serve = true; break;
-		case OPT_JSON: o->json = true; break;
-		case OPT_UMOUNT: o->umount = true; break;
-		case OPT_HELP: usage(stdout); exit(0);
+		case OPT_DIR:
+			o->dir = optarg;
+			break;
+		case OPT_MANIFEST:
+			o->manifest = optarg;
+			break;
+		case OPT_BLOB:
+			o->blob = optarg;
+			break;
+		case OPT_HOT:
+			o->hot = optarg;
+			break;
+		case OPT_MOUNT:
+			o->mount = optarg;
+			break;
+		case OPT_ATTACH:
+			o->attach = optarg;
+			break;
+		case OPT_BACKING:
+			o->backing = optarg;
+			break;
+		case OPT_EXIT:
+			o->serve = false;
+			break;
+		case OPT_SERVE:
+			o->serve = true;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case OPT_UMOUNT:
+			o->umount = true;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			exit(0);
 		case OPT_TIMEOUT:
 			if (!parse_num(optarg, INT_MAX, &v))
 				return ld_error(EX_USAGE, "bad --timeout-ms: %s", optarg);
@@ -204,7 +228,9 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = load_run(&a, &x, cmd, &o, &st);
 	if (ret) {
-		fprintf(stderr, "incfs-loader: %s\n", ld_error_message() ? ld_error_message() : "failed");
+		const char *msg = ld_error_message();
+
+		fprintf(stderr, "incfs-loader: %s\n", msg ? msg : "failed");
 		if (o.json)
 			load_report(&a, &x, &o, &st, "error", -ret);
 	} else {
