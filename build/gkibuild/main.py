@@ -314,6 +314,13 @@ def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
 	return runner.bench(layout, vs[0], args.names)
 
 
+def cmd_programs(args: argparse.Namespace, layout: Layout) -> int:
+	"""The command lines of user-space programs, from their declaration."""
+	from gkibuild import programs
+	print('\n'.join(programs.listing(layout, VARIANTS[args.variant], args.names)))
+	return 0
+
+
 def cmd_mutate(args: argparse.Namespace, layout: Layout) -> int:
 	from gkibuild import mutate
 	return mutate.main(layout, args.names, args.fast)[0]
@@ -369,6 +376,11 @@ def parser() -> argparse.ArgumentParser:
 	sy.add_argument('name', help=f'a list of symbol_lists/: {kmi.CORE} or a module folder')
 	sy.add_argument('--remove', action='store_true',
 			help='also drop symbols no module needs any more')
+	pr = sub.add_parser('programs')
+	pr.add_argument('names', nargs='*', metavar='NAME',
+			help='suites, benchmarks, tools or host C tests (default: all)')
+	pr.add_argument('--variant', choices=list(VARIANTS), default='release',
+			help='whose UAPI headers guest programs build against')
 	mu = sub.add_parser('mutate')
 	mu.add_argument('names', nargs='*', metavar='NAME', help='mutants of build/mutants.toml')
 	mu.add_argument('--fast', action='store_true', help='the sample ./build/gki test runs')
@@ -380,7 +392,7 @@ def main(argv: list[str]) -> int:
 	layout = Layout.default()
 	handler = {'build': cmd_build, 'repro': cmd_repro, 'test': cmd_test,
 		   'qemu': cmd_qemu, 'bench': cmd_bench, 'symbols': cmd_symbols,
-		   'abi': cmd_abi, 'mutate': cmd_mutate}[args.cmd]
+		   'abi': cmd_abi, 'programs': cmd_programs, 'mutate': cmd_mutate}[args.cmd]
 	try:
 		return handler(args, layout)
 	except GkiError as e:

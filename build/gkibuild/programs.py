@@ -11,7 +11,8 @@ KINDS is the declaration the build, the host tests and the READMEs go by:
   tools       qemu/tools/NAME/, vendor_modules/*/tools/NAME/     guest, host
   host-tests  vendor_modules/*/tools/tests/test_*.c              host-asan
 
-and each Target's command line is made in one place, Target.command().
+and each Target's command line is made in one place, Target.command();
+`./build/gki programs [NAME]...` prints them (listing()).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import shlex
 from pathlib import Path
 
 from gkibuild import toolchain
-from gkibuild.layout import Layout
+from gkibuild.layout import Layout, Variant
 from gkibuild.util import GkiError, run_logged, write_if_changed
 
 
@@ -92,6 +93,16 @@ KINDS: dict[str, tuple[Target, ...]] = {
 
 
 # Where programs are ----------------------------------------------------------
+
+def host_folder(layout: Layout) -> Path:
+	"""Where the build puts the tools built for the build machine."""
+	return layout.out / 'host' / 'bin'
+
+
+def guest_folder(layout: Layout, kind: str, v: Variant) -> Path:
+	"""Where the build puts variant v's guest programs of a kind."""
+	return layout.programs(v) / ('tools' if kind == 'tools' else 'tests')
+
 
 def discover(layout: Layout, kind: str) -> list[Program]:
 	"""Programs of a kind: 'suites' (qemu/suites/ and each vendor module's
@@ -248,3 +259,38 @@ def compile_programs(layout: Layout, target: Target, progs: list[Program], dest:
 				cmd_file.write_text(stamp)
 		built[p.name] = out
 	return built
+
+
+def _listed_output(layout: Layout, kind: str, target: Target, v: Variant, name: str) -> Path:
+	if target == GUEST:
+		return guest_folder(layout, kind, v) / name
+	if target == HOST:
+		return host_folder(layout) / name
+	return Path(name)	# a host test: its test builds it in a folder of its own
+
+
+def listing(layout: Layout, v: Variant, names: list[str]) -> list[str]:
+	"""Each program's command lines, as the build runs them with the
+	pinned clang named in full (guest programs: variant v's), a comment
+	line before each; a host test's output goes to the current folder.
+	names: only those programs (all when empty)."""
+	uapi = layout.obj(v) / 'uapi' / 'include'
+	clang = str(toolchain.LLVM_BIN / 'clang')
+	lines: list[str] = []
+	found = set()
+	for kind, targets in KINDS.items():
+		for p in discover(layout, kind):
+			if names and p.name not in names:
+				continue
+			found.add(p.name)
+			if p.is_script:
+				lines.append(f'# {p.name}: {kind}, copied as is from {p.srcs[0]}')
+				continue
+			for t in targets:
+				cmd = t.command(layout, p.srcs, _listed_output(layout, kind, t, v, p.name),
+						uapi)
+				lines += [f'# {p.name}: {kind}, {t.name}', shlex.join([clang, *cmd[1:]])]
+	unknown = sorted(set(names) - found)
+	if unknown:
+		raise GkiError(f'no program named {", ".join(unknown)}')
+	return lines

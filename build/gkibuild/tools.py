@@ -15,13 +15,13 @@ from gkibuild.layout import Layout, Variant
 def guest(layout: Layout, v: Variant, uapi: Path) -> dict[str, Path]:
 	"""The arm64 tools, in the variant's programs folder: name -> path."""
 	return programs.compile_programs(layout, programs.GUEST, programs.discover(layout, 'tools'),
-					 layout.programs(v) / 'tools', uapi)
+					 programs.guest_folder(layout, 'tools', v), uapi)
 
 
 def host(layout: Layout) -> dict[str, Path]:
 	"""The tools for the build machine, in out/host/bin/: name -> path."""
 	return programs.compile_programs(layout, programs.HOST, programs.discover(layout, 'tools'),
-					 layout.out / 'host' / 'bin')
+					 programs.host_folder(layout))
 
 
 def build(layout: Layout, v: Variant, uapi: Path) -> dict[str, Path]:

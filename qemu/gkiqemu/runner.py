@@ -246,7 +246,7 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 	if bench_names:
 		bench = [p for p in bench if p.name in bench_names]
 	tests = programs.compile_programs(layout, programs.GUEST, suites + bench,
-					  layout.programs(v) / 'tests', uapi)
+					  programs.guest_folder(layout, 'suites', v), uapi)
 	guest_tools = tools.guest(layout, v, uapi)
 	for p in extra:
 		if p.name in tests:

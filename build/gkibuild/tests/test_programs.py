@@ -8,8 +8,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import programs
-from gkibuild.layout import Layout
+from gkibuild import programs, toolchain
+from gkibuild.layout import VARIANTS, Layout
 from gkibuild.util import GkiError
 
 
@@ -94,6 +94,18 @@ class ProgramsTest(unittest.TestCase):
 			 '-I', str(self.top / 'vendor_modules/v/tools/lib'),
 			 '-isystem', str(self.top / 'vendor_modules/v/include/uapi'),
 			 '-o', '/o/test_v', '/t/test_v.c', '/t/lib.c', '-llz4'], cmd)
+
+	def test_listing_prints_each_target_of_the_named_programs(self):
+		lines = programs.listing(self.layout, VARIANTS['release'], ['v-image', 'test_v_format'])
+		self.assertEqual(['# v-image: tools, guest', '# v-image: tools, host',
+				  '# test_v_format: host-tests, host-asan'], lines[::2])
+		guest, host, test = lines[1::2]
+		self.assertIn(f' -o {self.top}/out/release/programs/tools/v-image ', guest)
+		self.assertIn(f' -o {self.top}/out/host/bin/v-image ', host)
+		self.assertTrue(test.startswith(f'{toolchain.LLVM_BIN}/clang -O1 '), test)
+		self.assertIn(' -o test_v_format ', test)
+		with self.assertRaisesRegex(GkiError, 'no program named nothing'):
+			programs.listing(self.layout, VARIANTS['release'], ['nothing'])
 
 
 if __name__ == '__main__':

@@ -88,7 +88,7 @@ class VendorToolTests(unittest.TestCase):
 		progs = [p for p in programs.discover(layout, 'tools')
 			 if p.srcs[0].parents[1] == tools_dir]
 		return programs.compile_programs(layout, programs.HOST, progs,
-						 layout.out / 'host' / 'bin')
+						 programs.host_folder(layout))
 
 	def judge(self, out: str, rc: int) -> None:
 		"""One subtest per KTAP case; a clean exit when none failed."""

@@ -64,7 +64,7 @@ class ShowmapTest(unittest.TestCase):
 		layout = Layout(TOP, Path(cls.tmp.name))
 		progs = [p for p in programs.discover(layout, 'tools') if p.name == 'showmap']
 		cls.bin = programs.compile_programs(layout, programs.HOST, progs,
-						    layout.out / 'host' / 'bin')['showmap']
+						    programs.host_folder(layout))['showmap']
 
 	@classmethod
 	def tearDownClass(cls):
