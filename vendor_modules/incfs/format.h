@@ -30,6 +30,7 @@
 #ifndef _INCFS_FORMAT_H
 #define _INCFS_FORMAT_H
 
+#include <linux/build_bug.h>
 #include <linux/types.h>
 #include <uapi/linux/incrementalfs.h>
 
@@ -123,6 +124,66 @@ union incfs_md_record {
 	struct incfs_blockmap bm;
 	struct incfs_dir_action da;
 };
+
+#ifdef __KERNEL__
+#define INCFS_LAYOUT_CHECK(cond)	BUILD_BUG_ON(!(cond))
+#else
+#define INCFS_LAYOUT_CHECK(cond)	_Static_assert(cond, #cond)
+#endif
+#define INCFS_CHECK_FIELD(type, field, off) \
+	INCFS_LAYOUT_CHECK(offsetof(struct type, field) == (off))
+
+/*
+ * The on-disk layout, byte for byte: a compiler or an edit that moved a
+ * field fails the build.  Called from module init; in user space the
+ * assertions are checked wherever this header is compiled.
+ */
+static inline void incfs_check_layout(void)
+{
+	INCFS_LAYOUT_CHECK(sizeof(struct incfs_super_block) == 32);
+	INCFS_CHECK_FIELD(incfs_super_block, s_magic, 0);
+	INCFS_CHECK_FIELD(incfs_super_block, s_version, 8);
+	INCFS_CHECK_FIELD(incfs_super_block, s_super_block_size, 16);
+	INCFS_CHECK_FIELD(incfs_super_block, s_flags, 18);
+	INCFS_CHECK_FIELD(incfs_super_block, s_first_md_offset, 22);
+	INCFS_CHECK_FIELD(incfs_super_block, s_data_block_size, 30);
+
+	INCFS_LAYOUT_CHECK(sizeof(struct incfs_md_header) == 23);
+	INCFS_CHECK_FIELD(incfs_md_header, h_md_entry_type, 0);
+	INCFS_CHECK_FIELD(incfs_md_header, h_record_size, 1);
+	INCFS_CHECK_FIELD(incfs_md_header, h_record_crc, 3);
+	INCFS_CHECK_FIELD(incfs_md_header, h_next_md_offset, 7);
+	INCFS_CHECK_FIELD(incfs_md_header, h_prev_md_offset, 15);
+
+	INCFS_LAYOUT_CHECK(sizeof(struct incfs_inode) == 45);
+	INCFS_CHECK_FIELD(incfs_inode, i_no, 23);
+	INCFS_CHECK_FIELD(incfs_inode, i_size, 31);
+	INCFS_CHECK_FIELD(incfs_inode, i_mode, 39);
+	INCFS_CHECK_FIELD(incfs_inode, i_flags, 41);
+
+	INCFS_LAYOUT_CHECK(sizeof(struct incfs_blockmap_entry) == 14);
+	INCFS_CHECK_FIELD(incfs_blockmap_entry, me_data_offset_lo, 0);
+	INCFS_CHECK_FIELD(incfs_blockmap_entry, me_data_offset_hi, 4);
+	INCFS_CHECK_FIELD(incfs_blockmap_entry, me_data_size, 6);
+	INCFS_CHECK_FIELD(incfs_blockmap_entry, me_flags, 8);
+	INCFS_CHECK_FIELD(incfs_blockmap_entry, me_data_crc, 10);
+
+	INCFS_LAYOUT_CHECK(sizeof(struct incfs_blockmap) == 43);
+	INCFS_CHECK_FIELD(incfs_blockmap, m_inode, 23);
+	INCFS_CHECK_FIELD(incfs_blockmap, m_base_offset, 31);
+	INCFS_CHECK_FIELD(incfs_blockmap, m_block_count, 39);
+
+	INCFS_LAYOUT_CHECK(sizeof(struct incfs_dir_action) == 296);
+	INCFS_CHECK_FIELD(incfs_dir_action, da_dir_inode, 23);
+	INCFS_CHECK_FIELD(incfs_dir_action, da_entry_inode, 31);
+	INCFS_CHECK_FIELD(incfs_dir_action, da_type, 39);
+	INCFS_CHECK_FIELD(incfs_dir_action, da_name_len, 40);
+	INCFS_CHECK_FIELD(incfs_dir_action, da_name, 41);
+
+	INCFS_LAYOUT_CHECK(INCFS_DATA_FILE_BLOCK_SIZE == 4096);
+	INCFS_LAYOUT_CHECK(INCFS_MAX_FILE_SIZE / INCFS_DATA_FILE_BLOCK_SIZE <=
+			   (u32)-1);
+}
 
 /* Reads len bytes at pos; returns the count read or a negative errno. */
 typedef ssize_t (*incfs_read_fn)(void *ctx, void *buf, size_t len, loff_t pos);

@@ -34,6 +34,7 @@ static int __init incfs_init(void)
 
 	/* A block is a page: folios are filled one block at a time. */
 	BUILD_BUG_ON(PAGE_SIZE != INCFS_DATA_FILE_BLOCK_SIZE);
+	incfs_check_layout();
 
 	incfs_kobj = kobject_create_and_add(INCFS_NAME, fs_kobj);
 	if (!incfs_kobj)
