@@ -203,10 +203,13 @@ int incfs_walk_start(struct incfs_walk *w, incfs_read_fn read, void *ctx,
  * 0 at the end of the chain (@w->torn tells whether a cut-off record ended
  * it), or a negative errno: -EINVAL for a malformed record, -EBADMSG for a
  * CRC mismatch, -EILSEQ for a link that no append could have written.
+ * With @w->go_on, a CRC or prev-link mismatch gives INCFS_WALK_BAD with
+ * the record read and the walk ready for the next one.
  */
 int incfs_walk_next(struct incfs_walk *w)
 {
 	loff_t off = w->next;
+	int bad = 0;
 	size_t size;
 	int err;
 
@@ -235,9 +238,11 @@ int incfs_walk_next(struct incfs_walk *w)
 	if (err)
 		return err;
 	if (le32_to_cpu(w->rec.h.h_record_crc) != incfs_md_crc(&w->rec))
-		return walk_fail(w, off, -EBADMSG, "bad record CRC");
-	if (le64_to_cpu(w->rec.h.h_prev_md_offset) != w->prev)
-		return walk_fail(w, off, -EILSEQ, "prev link does not match");
+		bad = walk_fail(w, off, -EBADMSG, "bad record CRC");
+	else if (le64_to_cpu(w->rec.h.h_prev_md_offset) != w->prev)
+		bad = walk_fail(w, off, -EILSEQ, "prev link does not match");
+	if (bad && !w->go_on)
+		return bad;
 
 	w->rec_off = off;
 	w->prev = off;
@@ -245,7 +250,7 @@ int incfs_walk_next(struct incfs_walk *w)
 	w->next = le64_to_cpu(w->rec.h.h_next_md_offset);
 	w->gap_start = w->prev_end;
 	w->prev_end = off + size;
-	return 1;
+	return bad ? INCFS_WALK_BAD : 1;
 }
 
 /*

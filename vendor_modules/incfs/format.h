@@ -191,12 +191,15 @@ typedef ssize_t (*incfs_read_fn)(void *ctx, void *buf, size_t len, loff_t pos);
 /*
  * Walks the metadata chain of an image.  Filled by incfs_walk_start(),
  * advanced by incfs_walk_next().  On an error, @bad_off and @why say where
- * and what.
+ * and what.  A mount stops at the first bad record; fsck and dump set
+ * @go_on to hear of a record with a bad CRC or prev link and walk on
+ * through its link (INCFS_WALK_BAD).
  */
 struct incfs_walk {
 	incfs_read_fn read;
 	void *ctx;
 	loff_t size;			/* of the image */
+	bool go_on;
 
 	loff_t next;			/* offset of the record to read next */
 	loff_t link_pos;		/* where the link to @next is stored */
@@ -257,6 +260,8 @@ int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t image_size,
 
 /* incfs_walk_start() results besides 0 and -errno. */
 #define INCFS_IMAGE_EMPTY	1	/* empty or a torn fresh superblock */
+/* incfs_walk_next() results besides 0, 1 and -errno. */
+#define INCFS_WALK_BAD		2	/* @go_on: a bad record, read past */
 /* incfs_check_bme() results besides -errno. */
 #define INCFS_BME_PRESENT	0
 #define INCFS_BME_ABSENT	1

@@ -957,6 +957,44 @@ static void test_prev_link_mismatch(struct kunit *test)
 	expect_walk_ok(test, im);
 }
 
+/*
+ * fsck's walk (@go_on): a bad CRC and a bad prev link are each reported
+ * once, with the record, and the walk reaches every other record.
+ */
+static void test_walk_goes_on_past_bad_records(struct kunit *test)
+{
+	struct incfs_walk w;
+	struct std_img s;
+	struct img *im;
+	int r, ret;
+
+	img_standard(test, &s);
+	im = s.im;
+	im->buf[im->recs[R_DIR].off + 30] ^= 0x10;
+	img_reseal(im, R_ADD_DIR, im->recs[R_FILE].off);
+
+	KUNIT_ASSERT_EQ(test, walk_start(&w, im), 0);
+	w.go_on = true;
+	for (r = 0; r < R_COUNT; r++) {
+		ret = incfs_walk_next(&w);
+		KUNIT_EXPECT_EQ(test, w.rec_off, im->recs[r].off);
+		if (r == R_DIR || r == R_ADD_DIR) {
+			KUNIT_EXPECT_EQ_MSG(test, ret, INCFS_WALK_BAD, "record %d", r);
+			KUNIT_EXPECT_EQ(test, w.bad_off, im->recs[r].off);
+			KUNIT_EXPECT_EQ(test, strcmp(w.why, r == R_DIR ?
+						     "bad record CRC" :
+						     "prev link does not match"), 0);
+		} else {
+			KUNIT_EXPECT_EQ_MSG(test, ret, 1, "record %d", r);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, incfs_walk_next(&w), 0);
+	KUNIT_EXPECT_FALSE(test, w.torn);
+
+	/* A mount's walk stops at the first. */
+	expect_walk_fails(test, im, -EBADMSG, im->recs[R_DIR].off, R_DIR);
+}
+
 /* An image with an inode of @size bytes and a blockmap record (@base). */
 static struct img *img_blockmap_only(struct kunit *test, u64 size,
 				     loff_t base_delta, u32 count)
@@ -1238,6 +1276,7 @@ static struct kunit_case incfs_format_cases[] = {
 	KUNIT_CASE(test_chain_into_superblock),
 	KUNIT_CASE(test_chain_to_itself),
 	KUNIT_CASE(test_prev_link_mismatch),
+	KUNIT_CASE(test_walk_goes_on_past_bad_records),
 	KUNIT_CASE(test_blockmap_count_mismatch),
 	KUNIT_CASE(test_blockmap_overlaps_previous),
 	KUNIT_CASE(test_blockmap_past_own_record),
