@@ -9,8 +9,7 @@
 #include <linux/slab.h>
 
 #include "incfs.h"
-
-static const char cmd_name[] = ".cmd";
+#include "name_rules.h"
 
 struct incfs_node *incfs_node_alloc(struct incfs_mount *mi, u64 ino,
 				    umode_t mode, u64 size)
@@ -114,15 +113,10 @@ static void reserve_commit(struct incfs_mount *mi, struct incfs_node *node)
 
 int incfs_tree_check_new(struct incfs_mount *mi, umode_t mode, u64 size)
 {
-	int err = 0;
+	int err;
 
-	if (!S_ISREG(mode) && !S_ISDIR(mode))
-		return -EINVAL;
-	if (S_ISREG(mode) && size > INCFS_MAX_FILE_SIZE)
-		return -EFBIG;
 	mutex_lock(&mi->tree_mutex);
-	if (mi->node_count >= INCFS_MAX_FILES)
-		err = -ENFILE;
+	err = incfs_new_node_check(mode, size, mi->node_count);
 	mutex_unlock(&mi->tree_mutex);
 	return err;
 }
@@ -157,39 +151,43 @@ static struct incfs_node *parent_of(struct incfs_node *dir)
 	return de ? de->parent : NULL;
 }
 
-static int check_add(struct incfs_node *dir, struct incfs_node *child,
-		     const char *name, size_t len)
+/* struct incfs_ns_ops over the nodes; tree_mutex held. */
+static umode_t ns_mode(void *ns, u64 ino)
 {
-	struct incfs_node *p;
+	struct incfs_node *node = incfs_tree_get(ns, ino);
 
-	if (dir == dir->mi->root && len == sizeof(cmd_name) - 1 &&
-	    !memcmp(name, cmd_name, len))
-		return -EEXIST;
-	if (find_name(dir, name, len))
-		return -EEXIST;
-	if (S_ISDIR(child->mode)) {
-		if (child == dir->mi->root || !list_empty(&child->names))
-			return -EMLINK;
-		for (p = dir; p; p = parent_of(p))
-			if (p == child)
-				return -ELOOP;
-	}
-	return 0;
+	return node ? node->mode : 0;
 }
 
-static int check_remove(struct incfs_node *dir, u64 child_ino,
-			const char *name, size_t len,
-			struct incfs_dirent **found)
+static u64 ns_lookup(void *ns, u64 dir, const char *name, size_t len)
 {
-	struct incfs_dirent *de = find_name(dir, name, len);
+	struct incfs_node *node = incfs_tree_get(ns, dir);
+	struct incfs_dirent *de = node ? find_name(node, name, len) : NULL;
 
-	if (!de || de->child->ino != child_ino)
-		return -ENOENT;
-	if (!list_empty(&de->child->entries))
-		return -ENOTEMPTY;
-	*found = de;
-	return 0;
+	return de ? de->child->ino : 0;
 }
+
+static u64 ns_parent(void *ns, u64 ino)
+{
+	struct incfs_node *node = incfs_tree_get(ns, ino);
+	struct incfs_node *parent = node ? parent_of(node) : NULL;
+
+	return parent ? parent->ino : 0;
+}
+
+static bool ns_has_entries(void *ns, u64 dir)
+{
+	struct incfs_node *node = incfs_tree_get(ns, dir);
+
+	return node && !list_empty(&node->entries);
+}
+
+static const struct incfs_ns_ops tree_ns_ops = {
+	.mode = ns_mode,
+	.lookup = ns_lookup,
+	.parent = ns_parent,
+	.has_entries = ns_has_entries,
+};
 
 static void apply_add(struct incfs_node *dir, struct incfs_node *child,
 		      struct incfs_dirent *de, const char *name, size_t len)
@@ -242,11 +240,12 @@ int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
 		       u64 child_ino, const char *name, size_t len,
 		       bool persist)
 {
-	struct incfs_dirent *de = NULL, *old = NULL;
+	struct incfs_dirent *de = NULL;
 	struct incfs_node *dir, *child;
 	int err;
 
 	lockdep_assert_held(&mi->bf_mutex);
+	/* Checked again with the rules; first, to bound the allocation. */
 	if (!incfs_name_valid(name, len))
 		return -EINVAL;
 	if (type == INCFS_DIRA_ADD_ENTRY) {
@@ -256,18 +255,8 @@ int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
 	}
 
 	mutex_lock(&mi->tree_mutex);
-	dir = incfs_tree_get(mi, dir_ino);
-	child = incfs_tree_get(mi, child_ino);
-	if (!dir)
-		err = -ENOENT;
-	else if (!S_ISDIR(dir->mode))
-		err = -ENOTDIR;
-	else if (type == INCFS_DIRA_REMOVE_ENTRY)
-		err = check_remove(dir, child_ino, name, len, &old);
-	else if (!child)
-		err = -ENOENT;
-	else
-		err = check_add(dir, child, name, len);
+	err = incfs_name_rules_check(&tree_ns_ops, mi, type, dir_ino,
+				     child_ino, name, len);
 	mutex_unlock(&mi->tree_mutex);
 
 	if (!err && persist)
@@ -277,11 +266,15 @@ int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
 		return err;
 	}
 
+	/* bf_mutex held since the check: the nodes and names are as seen. */
 	mutex_lock(&mi->tree_mutex);
-	if (de)
+	dir = incfs_tree_get(mi, dir_ino);
+	if (de) {
+		child = incfs_tree_get(mi, child_ino);
 		apply_add(dir, child, de, name, len);
-	else
-		apply_remove(old);
+	} else {
+		apply_remove(find_name(dir, name, len));
+	}
 	WRITE_ONCE(mi->generation, mi->generation + 1);
 	mutex_unlock(&mi->tree_mutex);
 	return 0;
