@@ -88,6 +88,7 @@ static long process_instruction(struct file *file,
 {
 	struct incfs_mount *mi = cmd_mount(file);
 	struct incfs_instruction inst;
+	struct incfs_node *node;
 	int err;
 
 	if (!may_change(file))
@@ -107,6 +108,11 @@ static long process_instruction(struct file *file,
 		inst.file.ino_out = 0;
 		err = incfs_new_file(mi, inst.file.mode, inst.file.size,
 				     &inst.file.ino_out);
+		/* On failure the file stays; its blockmap is made on first write. */
+		if (!err) {
+			node = incfs_tree_get(mi, inst.file.ino_out);
+			err = incfs_ensure_blockmap(node);
+		}
 		mutex_unlock(&mi->bf_mutex);
 		if (inst.file.ino_out &&
 		    put_user(inst.file.ino_out, &uinst->file.ino_out))

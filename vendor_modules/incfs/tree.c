@@ -313,8 +313,7 @@ int incfs_new_file(struct incfs_mount *mi, u16 mode, u64 size, u64 *ino)
 		goto err_free;
 	reserve_commit(mi, node);
 	*ino = node->ino;
-	/* On failure the file stays; its blockmap is made on first write. */
-	return incfs_ensure_blockmap(node);
+	return 0;
 
 err_free:
 	incfs_node_free(node);
