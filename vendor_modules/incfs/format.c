@@ -3,15 +3,10 @@
  * Encoding and checking of the incfs on-disk format (see format.h).
  *
  * Everything here works on buffers and on a read callback, so the same
- * code serves the mount scan and the KUnit tests.  Nothing read from an
- * image is trusted: every size, offset and link is checked before use.
+ * code serves the mount scan, the KUnit tests and the user-space tools.
+ * Nothing read from an image is trusted: every size, offset and link is
+ * checked before use.
  */
-#include <linux/crc32.h>
-#include <linux/errno.h>
-#include <linux/kernel.h>
-#include <linux/stddef.h>
-#include <linux/string.h>
-
 #include "format.h"
 
 void incfs_sb_init(struct incfs_super_block *sb)
@@ -135,7 +130,7 @@ static int walk_read(struct incfs_walk *w, void *buf, size_t len, loff_t pos)
 
 	if (n < 0)
 		return walk_fail(w, pos, n, "read error");
-	if (n != len)
+	if (n != (ssize_t)len)
 		return walk_fail(w, pos, -EIO, "short read");
 	return 0;
 }
@@ -239,7 +234,7 @@ int incfs_walk_next(struct incfs_walk *w)
 		return err;
 	if (le32_to_cpu(w->rec.h.h_record_crc) != incfs_md_crc(&w->rec))
 		bad = walk_fail(w, off, -EBADMSG, "bad record CRC");
-	else if (le64_to_cpu(w->rec.h.h_prev_md_offset) != w->prev)
+	else if ((loff_t)le64_to_cpu(w->rec.h.h_prev_md_offset) != w->prev)
 		bad = walk_fail(w, off, -EILSEQ, "prev link does not match");
 	if (bad && !w->go_on)
 		return bad;
@@ -268,9 +263,10 @@ int incfs_check_blockmap(struct incfs_walk *w, u64 file_size)
 	    count != incfs_blocks_for_size(file_size))
 		return walk_fail(w, w->rec_off, -EINVAL,
 				 "block count does not match the file size");
+	/* base >= gap_start > 0: the sum cannot wrap. */
 	if (base < w->gap_start ||
-	    base + (loff_t)count * sizeof(struct incfs_blockmap_entry) >
-	    w->rec_off)
+	    (u64)base + (u64)count * sizeof(struct incfs_blockmap_entry) >
+	    (u64)w->rec_off)
 		return walk_fail(w, w->rec_off, -EINVAL,
 				 "blockmap overlaps metadata");
 	return 0;

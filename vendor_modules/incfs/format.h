@@ -26,13 +26,27 @@
  *
  * All integers are little-endian and all structures packed; the layouts
  * are those of the 2019 posting.
+ *
+ * This header and format.c, name_rules.h and name_rules.c are the one
+ * implementation of the format: they build unchanged in the module and in
+ * the user-space tools, where tools/lib/kerncompat.h stands in for the
+ * kernel headers.
  */
 #ifndef _INCFS_FORMAT_H
 #define _INCFS_FORMAT_H
 
+#ifdef __KERNEL__
 #include <linux/build_bug.h>
+#include <linux/crc32.h>
+#include <linux/errno.h>
+#include <linux/kernel.h>
+#include <linux/stddef.h>
+#include <linux/string.h>
 #include <linux/types.h>
 #include <uapi/linux/incrementalfs.h>
+#else
+#include "kerncompat.h"
+#endif
 
 #define INCFS_FORMAT_V1		1
 #define INCFS_MAX_NAME_LEN	255

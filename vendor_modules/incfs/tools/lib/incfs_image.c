@@ -3,9 +3,11 @@
  * libincfs-image: read, check, repair, write and compact incfs backing
  * images in user space.
  *
- * The replay follows the kernel's mount scan (format.c, scan.c, tree.c)
- * check for check: what the kernel mounts is CLEAN here, what it mounts
- * after cutting a torn tail is REPAIRABLE, what it refuses is BROKEN.
+ * The format code is the kernel's own (../../format.c and name_rules.c,
+ * built here by incfs_format.c); the replay applies records as the
+ * kernel's mount scan (scan.c, tree.c) does: what the kernel mounts is
+ * CLEAN here, what it mounts after cutting a torn tail is REPAIRABLE, what
+ * it refuses is BROKEN.
  * Unlike the kernel, the replay does not stop at the first refused record
  * when the chain can still be followed, so that fsck reports every problem.
  *
@@ -22,78 +24,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "incfs_format_user.h"
+#include "../../format.h"
+#include "../../name_rules.h"
 #include "incfs_image.h"
 
-#define ESIZE	sizeof(struct if_bme)
+#define ESIZE	sizeof(struct incfs_blockmap_entry)
 
 /* ===== small helpers ===== */
-
-static uint32_t crc_table[256];
-
-/* Filled before main(), so that threads can share it without locking. */
-__attribute__((constructor)) static void crc_init(void)
-{
-	uint32_t c;
-	int i, k;
-
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0xedb88320 : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-uint32_t incfs_crc32(uint32_t crc, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return crc;
-}
-
-static size_t md_size(uint8_t type)
-{
-	switch (type) {
-	case IF_MD_INODE:
-		return sizeof(struct if_inode);
-	case IF_MD_BLOCK_MAP:
-		return sizeof(struct if_blockmap);
-	case IF_MD_DIR_ACTION:
-		return sizeof(struct if_dir_action);
-	}
-	return 0;
-}
-
-/* CRC of a record whose size matches its type (incfs_md_crc()). */
-static uint32_t md_crc(const union if_record *rec)
-{
-	struct if_md_header h = rec->h;
-	size_t size = le16toh(rec->h.size);
-	uint32_t crc;
-
-	h.crc = 0;
-	h.next = 0;
-	crc = incfs_crc32(0, &h, sizeof(h));
-	return incfs_crc32(crc, (const uint8_t *)rec + sizeof(h),
-			   size - sizeof(h));
-}
-
-static uint32_t blocks_for_size(uint64_t size)
-{
-	return (size + IF_BS - 1) / IF_BS;
-}
-
-static uint32_t block_len(uint64_t size, uint32_t index)
-{
-	uint64_t start = (uint64_t)index * IF_BS;
-
-	if (start >= size)
-		return 0;
-	return size - start < IF_BS ? size - start : IF_BS;
-}
 
 /* 0, -errno, or -EIO for a short read. */
 static int read_exact(int fd, void *buf, size_t len, uint64_t pos)
@@ -136,7 +73,7 @@ static int write_all(int fd, const void *buf, size_t len, uint64_t pos)
 
 static int write_zeros(int fd, uint64_t len, uint64_t pos)
 {
-	static const char zero[IF_BS];
+	static const char zero[INCFS_DATA_FILE_BLOCK_SIZE];
 	size_t n;
 	int err;
 
@@ -171,30 +108,13 @@ static bool grow(void **arr, size_t n, size_t esize)
 	return true;
 }
 
-static void sb_init(struct if_super *sb)
+static void bme_decode(const struct incfs_blockmap_entry *e,
+		       struct incfs_img_entry *d)
 {
-	memset(sb, 0, sizeof(*sb));
-	sb->magic = htole64(IF_MAGIC);
-	sb->version = htole64(IF_VERSION);
-	sb->sb_size = htole16(sizeof(*sb));
-	sb->block_size = htole16(IF_BS);
-}
-
-static void bme_decode(const struct if_bme *e, struct incfs_img_entry *d)
-{
-	d->data_offset = (uint64_t)le16toh(e->off_hi) << 32 | le32toh(e->off_lo);
-	d->stored_size = le16toh(e->size);
-	d->flags = le16toh(e->flags);
-	d->crc = le32toh(e->crc);
-}
-
-static void bme_encode(struct if_bme *e, const struct incfs_img_entry *d)
-{
-	e->off_lo = htole32((uint32_t)d->data_offset);
-	e->off_hi = htole16((uint16_t)(d->data_offset >> 32));
-	e->size = htole16(d->stored_size);
-	e->flags = htole16(d->flags);
-	e->crc = htole32(d->crc);
+	d->data_offset = incfs_bme_offset(e);
+	d->stored_size = le16_to_cpu(e->me_data_size);
+	d->flags = le16_to_cpu(e->me_flags);
+	d->crc = le32_to_cpu(e->me_data_crc);
 }
 
 const char *incfs_img_status_name(int status)
@@ -245,7 +165,7 @@ struct incfs_img_file *incfs_img_file(struct incfs_img *img, uint64_t ino)
 {
 	size_t i;
 
-	if (ino == IF_ROOT_INO)
+	if (ino == INCFS_ROOT_INODE)
 		return &img->root;
 	for (i = 0; i < img->nfiles; i++)
 		if (img->files[i].ino == ino)
@@ -258,16 +178,9 @@ static bool is_dir(const struct incfs_img_file *f)
 	return (f->mode & S_IFMT) == S_IFDIR;
 }
 
-/* incfs_tree_check_new(): 0, -EINVAL, -EFBIG or -ENFILE. */
 static int check_new(struct incfs_img *img, uint16_t mode, uint64_t size)
 {
-	if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFDIR)
-		return -EINVAL;
-	if ((mode & S_IFMT) == S_IFREG && size > IF_MAX_FILE_SIZE)
-		return -EFBIG;
-	if (img->nfiles + 1 >= IF_MAX_FILES)
-		return -ENFILE;
-	return 0;
+	return incfs_new_node_check(mode, size, img->nfiles + 1);
 }
 
 /* Add a checked node; its blocks come with its blockmap. */
@@ -283,19 +196,8 @@ static struct incfs_img_file *file_add(struct incfs_img *img, uint64_t ino,
 	f->ino = ino;
 	f->mode = (mode & S_IFMT) | (mode & 0555);
 	f->size = (mode & S_IFMT) == S_IFDIR ? 0 : size;
-	f->block_count = blocks_for_size(f->size);
+	f->block_count = incfs_blocks_for_size(f->size);
 	return f;
-}
-
-static bool name_valid(const char *name, size_t len)
-{
-	if (len == 0 || len > IF_MAX_NAME_LEN)
-		return false;
-	if (memchr(name, '/', len) || memchr(name, '\0', len))
-		return false;
-	if (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')))
-		return false;
-	return true;
 }
 
 static ssize_t find_name(struct incfs_img *img, uint64_t dir,
@@ -311,9 +213,26 @@ static ssize_t find_name(struct incfs_img *img, uint64_t dir,
 	return -1;
 }
 
-/* The directory holding @ino's first name, or 0. */
-static uint64_t parent_of(struct incfs_img *img, uint64_t ino)
+/* struct incfs_ns_ops over the replayed state: the kernel's rules. */
+static umode_t ns_mode(void *ns, u64 ino)
 {
+	struct incfs_img_file *f = incfs_img_file(ns, ino);
+
+	return f ? f->mode : 0;
+}
+
+static u64 ns_lookup(void *ns, u64 dir, const char *name, size_t len)
+{
+	struct incfs_img *img = ns;
+	ssize_t i = find_name(img, dir, name, len);
+
+	return i < 0 ? 0 : img->names[i].child_ino;
+}
+
+/* The directory holding @ino's first name, or 0. */
+static u64 ns_parent(void *ns, u64 ino)
+{
+	struct incfs_img *img = ns;
 	size_t i;
 
 	for (i = 0; i < img->nnames; i++)
@@ -322,8 +241,9 @@ static uint64_t parent_of(struct incfs_img *img, uint64_t ino)
 	return 0;
 }
 
-static bool has_entries(struct incfs_img *img, uint64_t dir)
+static bool ns_has_entries(void *ns, u64 dir)
 {
+	struct incfs_img *img = ns;
 	size_t i;
 
 	for (i = 0; i < img->nnames; i++)
@@ -332,65 +252,28 @@ static bool has_entries(struct incfs_img *img, uint64_t dir)
 	return false;
 }
 
-static int check_add(struct incfs_img *img, uint64_t dir,
-		     struct incfs_img_file *child, const char *name, size_t len)
+static const struct incfs_ns_ops img_ns_ops = {
+	.mode = ns_mode,
+	.lookup = ns_lookup,
+	.parent = ns_parent,
+	.has_entries = ns_has_entries,
+};
+
+static int name_check(struct incfs_img *img, uint8_t type, uint64_t dir,
+		      uint64_t child, const char *name, size_t len)
 {
-	uint64_t p;
-	size_t n;
-
-	if (dir == IF_ROOT_INO && len == 4 && !memcmp(name, ".cmd", 4))
-		return -EEXIST;
-	if (find_name(img, dir, name, len) >= 0)
-		return -EEXIST;
-	if (!is_dir(child))
-		return 0;
-	if (child->ino == IF_ROOT_INO || parent_of(img, child->ino))
-		return -EMLINK;
-	/* Bounded: directories have one name each and form no cycle. */
-	for (p = dir, n = 0; p && n <= img->nfiles + 1; p = parent_of(img, p), n++)
-		if (p == child->ino)
-			return -ELOOP;
-	return 0;
-}
-
-/*
- * incfs_tree_name_op() without the change: 0 or the errno an instruction
- * would get.  *@found is the name to remove.
- */
-static int name_check(struct incfs_img *img, uint8_t type, uint64_t dir_ino,
-		      uint64_t child_ino, const char *name, size_t len,
-		      ssize_t *found)
-{
-	struct incfs_img_file *dir, *child;
-
-	if (!name_valid(name, len))
-		return -EINVAL;
-	dir = incfs_img_file(img, dir_ino);
-	child = incfs_img_file(img, child_ino);
-	if (!dir)
-		return -ENOENT;
-	if (!is_dir(dir))
-		return -ENOTDIR;
-	if (type == IF_DA_REMOVE) {
-		*found = find_name(img, dir_ino, name, len);
-		if (*found < 0 || img->names[*found].child_ino != child_ino)
-			return -ENOENT;
-		if (has_entries(img, child_ino))
-			return -ENOTEMPTY;
-		return 0;
-	}
-	if (!child)
-		return -ENOENT;
-	return check_add(img, dir_ino, child, name, len);
+	return incfs_name_rules_check(&img_ns_ops, img, type, dir, child, name,
+				      len);
 }
 
 static int name_apply(struct incfs_img *img, uint8_t type, uint64_t dir,
-		      uint64_t child, const char *name, size_t len,
-		      ssize_t found)
+		      uint64_t child, const char *name, size_t len)
 {
 	struct incfs_img_name *n;
+	ssize_t found;
 
-	if (type == IF_DA_REMOVE) {
+	if (type == INCFS_DIRA_REMOVE_ENTRY) {
+		found = find_name(img, dir, name, len);
 		memmove(&img->names[found], &img->names[found + 1],
 			(img->nnames - found - 1) * sizeof(*n));
 		img->nnames--;
@@ -412,160 +295,117 @@ enum { W_END = 0, W_REC = 1, W_SKIP = 2, W_STOP = 3 };
 
 struct scan {
 	struct incfs_img *img;
-	int64_t size;
-	int64_t next;
-	int64_t link_pos;
-	int64_t prev;
-	int64_t prev_end;
-	int64_t gap_start;
-	int64_t rec_off;
-	union if_record rec;
+	struct incfs_walk w;
 };
 
-static int check_short_image(struct scan *s)
+static ssize_t scan_read(void *ctx, void *buf, size_t len, loff_t pos)
 {
-	struct if_super fresh, got;
-	int err;
+	struct incfs_img *img = ctx;
+	int err = read_exact(img->fd, buf, len, pos);
 
-	s->img->short_image = true;
-	if (s->size == 0) {
-		problem(s->img, 0, true, "empty image: no superblock yet");
-		return 0;
-	}
-	err = read_exact(s->img->fd, &got, s->size, 0);
-	if (err)
-		return err;
-	sb_init(&fresh);
-	if (memcmp(&got, &fresh, s->size))
-		problem(s->img, 0, false, "too short for a superblock");
-	else
-		problem(s->img, 0, true,
-			"superblock cut short (a crash while creating the image)");
-	return 0;
+	return err ? err : (ssize_t)len;
+}
+
+/* What the walker refuses a chain for (format.c); else an I/O error. */
+static bool format_error(int err)
+{
+	return err == -EINVAL || err == -EBADMSG || err == -EILSEQ;
 }
 
 /* 0 ready to walk, W_STOP, or -errno. */
 static int walk_start(struct scan *s)
 {
-	struct if_super sb;
-	const char *why = NULL;
-	int err;
+	struct incfs_img *img = s->img;
+	bool short_image = img->size < (uint64_t)sizeof(struct incfs_super_block);
+	int ret;
 
-	if (s->size < (int64_t)sizeof(sb)) {
-		err = check_short_image(s);
-		return err ? err : W_STOP;
-	}
-	err = read_exact(s->img->fd, &sb, sizeof(sb), 0);
-	if (err)
-		return err;
-	if (le64toh(sb.magic) != IF_MAGIC)
-		why = "bad magic";
-	else if (le64toh(sb.version) != IF_VERSION)
-		why = "unsupported version";
-	else if (le16toh(sb.sb_size) != sizeof(sb) ||
-		 le16toh(sb.block_size) != IF_BS)
-		why = "bad superblock sizes";
-	else if (sb.flags)
-		why = "unknown superblock flags";
-	if (why) {
-		problem(s->img, 0, false, "superblock: %s", why);
+	ret = incfs_walk_start(&s->w, scan_read, img, img->size);
+	s->w.go_on = true;
+	img->short_image = short_image;
+	if (ret == INCFS_IMAGE_EMPTY) {
+		problem(img, 0, true, img->size ?
+			"superblock cut short (a crash while creating the image)" :
+			"empty image: no superblock yet");
 		return W_STOP;
 	}
-	s->img->first_md_offset = le64toh(sb.first_md);
-	s->next = (int64_t)le64toh(sb.first_md);
-	s->link_pos = IF_OFF_FIRST_MD;
-	s->prev_end = sizeof(sb);
+	if (ret < 0 && !format_error(ret))
+		return ret;
+	if (ret < 0) {
+		problem(img, 0, false, short_image ? "%s" : "superblock: %s",
+			s->w.why);
+		return W_STOP;
+	}
+	img->first_md_offset = s->w.next;
 	return 0;
 }
 
-static void walk_torn(struct scan *s, int64_t off)
+static int record_push(struct scan *s, bool crc_ok)
 {
-	s->img->torn = true;
-	s->img->torn_link_pos = s->link_pos;
-	problem(s->img, off, true,
-		"record cut off by the end of the image (torn tail; link at %lld)",
-		(long long)s->link_pos);
-}
-
-static int record_push(struct scan *s, int64_t off, size_t size, bool crc_ok)
-{
+	const struct incfs_md_header *h = &s->w.rec.h;
 	struct incfs_img *img = s->img;
 	struct incfs_img_record *r;
 
 	if (!grow((void **)&img->records, img->nrecords, sizeof(*r)))
 		return -ENOMEM;
 	r = &img->records[img->nrecords++];
-	r->offset = off;
-	r->type = s->rec.h.type;
-	r->size = size;
+	r->offset = s->w.rec_off;
+	r->type = h->h_md_entry_type;
+	r->size = le16_to_cpu(h->h_record_size);
 	r->crc_ok = crc_ok;
-	r->next = le64toh(s->rec.h.next);
-	r->prev = le64toh(s->rec.h.prev);
+	r->next = le64_to_cpu(h->h_next_md_offset);
+	r->prev = le64_to_cpu(h->h_prev_md_offset);
 	r->applied = false;
 	return 0;
 }
 
-/* incfs_walk_next(): W_REC, W_SKIP (read but refused), W_END, W_STOP, -errno. */
+/* A chain the walker cannot follow further: one problem, W_STOP. */
+static int walk_stopped(struct scan *s, int64_t link_pos)
+{
+	const struct incfs_md_header *h = &s->w.rec.h;
+	uint64_t off = s->w.bad_off;
+
+	if ((int64_t)off < s->w.prev_end)
+		problem(s->img, off, false, "%s (link at %lld)", s->w.why,
+			(long long)link_pos);
+	else if (!incfs_md_size(h->h_md_entry_type))
+		problem(s->img, off, false, "%s %u", s->w.why,
+			h->h_md_entry_type);
+	else
+		problem(s->img, off, false, "%s %u for type %u", s->w.why,
+			le16_to_cpu(h->h_record_size), h->h_md_entry_type);
+	return W_STOP;
+}
+
+/* incfs_walk_next(), going on past a bad CRC or prev link: W_*, -errno. */
 static int walk_next(struct scan *s)
 {
-	int64_t off = s->next;
-	bool crc_ok, ok = true;
-	size_t size;
-	int err;
+	struct incfs_walk *w = &s->w;
+	int64_t want_prev = w->prev, link_pos = w->link_pos;
+	bool crc_ok;
+	int ret;
 
-	if (off == 0)
+	ret = incfs_walk_next(w);
+	if (ret < 0)
+		return format_error(ret) ? walk_stopped(s, link_pos) : ret;
+	if (ret == 0 && w->torn) {
+		s->img->torn = true;
+		s->img->torn_link_pos = w->link_pos;
+		problem(s->img, w->next, true,
+			"record cut off by the end of the image (torn tail; link at %lld)",
+			(long long)w->link_pos);
+	}
+	if (ret == 0)
 		return W_END;
-	if (off < s->prev_end) {
-		problem(s->img, off, false, "chain points backwards (link at %lld)",
-			(long long)s->link_pos);
-		return W_STOP;
-	}
-	if (off > s->size - (int64_t)sizeof(s->rec.h)) {
-		walk_torn(s, off);
-		return W_END;
-	}
-	err = read_exact(s->img->fd, &s->rec.h, sizeof(s->rec.h), off);
-	if (err)
-		return err;
-	size = md_size(s->rec.h.type);
-	if (!size) {
-		problem(s->img, off, false, "unknown record type %u",
-			s->rec.h.type);
-		return W_STOP;
-	}
-	if (le16toh(s->rec.h.size) != size) {
-		problem(s->img, off, false, "bad record size %u for type %u",
-			le16toh(s->rec.h.size), s->rec.h.type);
-		return W_STOP;
-	}
-	if (off > s->size - (int64_t)size) {
-		walk_torn(s, off);
-		return W_END;
-	}
-	err = read_exact(s->img->fd, &s->rec, size, off);
-	if (err)
-		return err;
-	crc_ok = le32toh(s->rec.h.crc) == md_crc(&s->rec);
-	if (!crc_ok) {
-		problem(s->img, off, false, "bad record CRC");
-		ok = false;
-	} else if ((int64_t)le64toh(s->rec.h.prev) != s->prev) {
-		problem(s->img, off, false,
-			"prev link does not match (%llu, want %lld)",
-			(unsigned long long)le64toh(s->rec.h.prev),
-			(long long)s->prev);
-		ok = false;
-	}
-	err = record_push(s, off, size, crc_ok);
-	if (err)
-		return err;
-	s->rec_off = off;
-	s->prev = off;
-	s->link_pos = off + IF_OFF_NEXT;
-	s->next = (int64_t)le64toh(s->rec.h.next);
-	s->gap_start = s->prev_end;
-	s->prev_end = off + size;
-	return ok ? W_REC : W_SKIP;
+	crc_ok = le32_to_cpu(w->rec.h.h_record_crc) == incfs_md_crc(&w->rec);
+	if (ret == INCFS_WALK_BAD && !crc_ok)
+		problem(s->img, w->rec_off, false, "%s", w->why);
+	else if (ret == INCFS_WALK_BAD)
+		problem(s->img, w->rec_off, false, "%s (%llu, want %lld)", w->why,
+			(unsigned long long)le64_to_cpu(w->rec.h.h_prev_md_offset),
+			(long long)want_prev);
+	if (record_push(s, crc_ok))
+		return -ENOMEM;
+	return ret == INCFS_WALK_BAD ? W_SKIP : W_REC;
 }
 
 /* A record the kernel would refuse: a problem, and 0 (not applied). */
@@ -581,20 +421,20 @@ static int refuse(struct scan *s, uint64_t off, const char *fmt, ...)
 
 static int apply_inode(struct scan *s)
 {
-	const struct if_inode *r = &s->rec.inode;
-	uint64_t ino = le64toh(r->ino), size = le64toh(r->size);
-	uint16_t mode = le16toh(r->mode);
+	const struct incfs_inode *r = &s->w.rec.inode;
+	uint64_t ino = le64_to_cpu(r->i_no), size = le64_to_cpu(r->i_size);
+	uint16_t mode = le16_to_cpu(r->i_mode);
 	int err;
 
-	if (ino <= IF_ROOT_INO || ino > IF_MAX_INO)
-		return refuse(s, s->rec_off, "bad inode number %llu",
+	if (ino <= INCFS_ROOT_INODE || ino > INCFS_MAX_INO)
+		return refuse(s, s->w.rec_off, "bad inode number %llu",
 			      (unsigned long long)ino);
 	if (incfs_img_file(s->img, ino))
-		return refuse(s, s->rec_off, "inode %llu declared twice",
+		return refuse(s, s->w.rec_off, "inode %llu declared twice",
 			      (unsigned long long)ino);
 	err = check_new(s->img, mode, size);
 	if (err)
-		return refuse(s, s->rec_off, "%s (ino %llu mode 0%o size %llu)",
+		return refuse(s, s->w.rec_off, "%s (ino %llu mode 0%o size %llu)",
 			      err == -ENFILE ? "too many inodes" :
 			      "bad inode mode or size",
 			      (unsigned long long)ino, mode,
@@ -602,21 +442,6 @@ static int apply_inode(struct scan *s)
 	if (!file_add(s->img, ino, mode, size))
 		return -ENOMEM;
 	return 1;
-}
-
-/* incfs_check_bme(): 0 present, 1 absent, 2 torn, -1 bad. */
-static int check_bme(const struct incfs_img_entry *e, uint64_t image_size,
-		     uint32_t len)
-{
-	if (!e->data_offset && !e->stored_size && !e->flags && !e->crc)
-		return 1;
-	if (e->data_offset < sizeof(struct if_super) || !e->stored_size ||
-	    e->stored_size > IF_BS || (e->flags & ~IF_BME_LZ4) ||
-	    (!(e->flags & IF_BME_LZ4) && e->stored_size != len))
-		return -1;
-	if (e->data_offset + e->stored_size > image_size)
-		return 2;
-	return 0;
 }
 
 static int torn_push(struct incfs_img *img, uint64_t pos)
@@ -627,12 +452,13 @@ static int torn_push(struct incfs_img *img, uint64_t pos)
 	return 0;
 }
 
-/* Decode and check the entries of a blockmap area. */
+/* Check and decode the entries of a blockmap area, as scan.c does. */
 static int read_entries(struct scan *s, struct incfs_img_file *f,
 			uint64_t base, bool *bad)
 {
-	struct if_bme chunk[256];
+	struct incfs_blockmap_entry chunk[256];
 	uint32_t i, j, n;
+	const char *why;
 	int err, r;
 
 	for (i = 0; i < f->block_count; i += n) {
@@ -645,12 +471,15 @@ static int read_entries(struct scan *s, struct incfs_img_file *f,
 			struct incfs_img_entry *e = &f->blocks[i + j];
 			uint64_t pos = base + (uint64_t)(i + j) * ESIZE;
 
+			r = incfs_check_bme(&chunk[j], s->w.size,
+					    incfs_block_len(f->size, i + j), &why);
+			if (r == INCFS_BME_ABSENT)
+				continue;
 			bme_decode(&chunk[j], e);
-			r = check_bme(e, s->size, block_len(f->size, i + j));
-			if (r == 1 || r == 0)
+			if (r == INCFS_BME_PRESENT)
 				continue;
 			if (r < 0) {
-				refuse(s, pos, "bad blockmap entry: ino %llu block %u",
+				refuse(s, pos, "%s: ino %llu block %u", why,
 				       (unsigned long long)f->ino, i + j);
 				*bad = true;
 			} else {
@@ -670,30 +499,23 @@ static int read_entries(struct scan *s, struct incfs_img_file *f,
 
 static int apply_blockmap(struct scan *s)
 {
-	const struct if_blockmap *r = &s->rec.bm;
-	struct incfs_img_file *f = incfs_img_file(s->img, le64toh(r->ino));
-	uint32_t count = le32toh(r->count);
-	int64_t base = (int64_t)le64toh(r->base);
+	const struct incfs_blockmap *r = &s->w.rec.bm;
+	struct incfs_img_file *f = incfs_img_file(s->img, le64_to_cpu(r->m_inode));
+	uint64_t base = le64_to_cpu(r->m_base_offset);
 	bool bad = false;
 	int ret;
 
 	if (!f || is_dir(f) || f->blockmap_offset)
-		return refuse(s, s->rec_off,
+		return refuse(s, s->w.rec_off,
 			      "blockmap of an unknown, directory or mapped inode %llu",
-			      (unsigned long long)le64toh(r->ino));
-	if (f->size > IF_MAX_FILE_SIZE || count != blocks_for_size(f->size))
-		return refuse(s, s->rec_off,
-			      "block count %u does not match the file size %llu",
-			      count, (unsigned long long)f->size);
-	/* Wrapping as the kernel's loff_t arithmetic does. */
-	if (base < s->gap_start ||
-	    (int64_t)((uint64_t)base + (uint64_t)count * ESIZE) > s->rec_off)
-		return refuse(s, s->rec_off, "blockmap overlaps metadata (base %llu)",
-			      (unsigned long long)base);
-	if ((uint64_t)base + (uint64_t)count * ESIZE > (uint64_t)s->size)
-		return refuse(s, base, "cannot read blockmap");
-	if (count) {
-		f->blocks = calloc(count, sizeof(*f->blocks));
+			      (unsigned long long)le64_to_cpu(r->m_inode));
+	if (incfs_check_blockmap(&s->w, f->size))
+		return refuse(s, s->w.rec_off, "%s (base %llu count %u size %llu)",
+			      s->w.why, (unsigned long long)base,
+			      le32_to_cpu(r->m_block_count),
+			      (unsigned long long)f->size);
+	if (f->block_count) {
+		f->blocks = calloc(f->block_count, sizeof(*f->blocks));
 		if (!f->blocks)
 			return -ENOMEM;
 	}
@@ -730,43 +552,45 @@ static const char *errname(int err)
 
 static int apply_dir_action(struct scan *s)
 {
-	const struct if_dir_action *r = &s->rec.da;
-	uint64_t dir = le64toh(r->dir), child = le64toh(r->child);
-	ssize_t found = -1;
+	const struct incfs_dir_action *r = &s->w.rec.da;
+	uint64_t dir = le64_to_cpu(r->da_dir_inode);
+	uint64_t child = le64_to_cpu(r->da_entry_inode);
 	int err;
 
-	if (r->type != IF_DA_ADD && r->type != IF_DA_REMOVE)
-		return refuse(s, s->rec_off, "bad dir action type %u", r->type);
-	err = name_check(s->img, r->type, dir, child, r->name, r->name_len,
-			 &found);
+	if (r->da_type != INCFS_DIRA_ADD_ENTRY &&
+	    r->da_type != INCFS_DIRA_REMOVE_ENTRY)
+		return refuse(s, s->w.rec_off, "bad dir action type %u",
+			      r->da_type);
+	err = name_check(s->img, r->da_type, dir, child, r->da_name,
+			 r->da_name_len);
 	if (err)
-		return refuse(s, s->rec_off,
+		return refuse(s, s->w.rec_off,
 			      "dir action an instruction could not make (%s %llu in %llu: %s)",
-			      r->type == IF_DA_ADD ? "add" : "remove",
+			      r->da_type == INCFS_DIRA_ADD_ENTRY ? "add" : "remove",
 			      (unsigned long long)child, (unsigned long long)dir,
 			      errname(err));
-	err = name_apply(s->img, r->type, dir, child, r->name, r->name_len,
-			 found);
+	err = name_apply(s->img, r->da_type, dir, child, r->da_name,
+			 r->da_name_len);
 	return err ? err : 1;
 }
 
 /* 1 applied, 0 refused, -errno. */
 static int apply_record(struct scan *s)
 {
-	switch (s->rec.h.type) {
-	case IF_MD_INODE:
+	switch (s->w.rec.h.h_md_entry_type) {
+	case INCFS_MD_INODE:
 		return apply_inode(s);
-	case IF_MD_BLOCK_MAP:
+	case INCFS_MD_BLOCK_MAP:
 		return apply_blockmap(s);
-	case IF_MD_DIR_ACTION:
+	case INCFS_MD_DIR_ACTION:
 		return apply_dir_action(s);
 	}
-	return refuse(s, s->rec_off, "unknown record type");
+	return refuse(s, s->w.rec_off, "unknown record type");
 }
 
 static int replay(struct incfs_img *img)
 {
-	struct scan s = { .img = img, .size = img->size };
+	struct scan s = { .img = img };
 	int ret;
 
 	ret = walk_start(&s);
@@ -784,8 +608,8 @@ static int replay(struct incfs_img *img)
 	}
 	if (ret < 0)
 		return ret;
-	img->last_record = s.prev;
-	img->valid_end = s.prev_end;
+	img->last_record = s.w.prev;
+	img->valid_end = s.w.prev_end;
 	return img->oom ? -ENOMEM : 0;
 }
 
@@ -795,7 +619,7 @@ static void img_init(struct incfs_img *img, int fd)
 {
 	memset(img, 0, sizeof(*img));
 	img->fd = fd;
-	img->root.ino = IF_ROOT_INO;
+	img->root.ino = INCFS_ROOT_INODE;
 	img->root.mode = S_IFDIR | 0555;
 }
 
@@ -867,7 +691,7 @@ static const struct incfs_img_entry *entry_of(struct incfs_img *img,
 	*err = -ENODATA;
 	if (!f->blocks || !f->blocks[index].stored_size)
 		return NULL;
-	*len = block_len(f->size, index);
+	*len = incfs_block_len(f->size, index);
 	return &f->blocks[index];
 }
 
@@ -893,7 +717,7 @@ int incfs_img_read_raw(struct incfs_img *img, uint64_t ino, uint32_t index,
 	err = read_exact(img->fd, buf, e->stored_size, e->data_offset);
 	if (err)
 		return err;
-	if (incfs_crc32(0, buf, e->stored_size) != e->crc)
+	if (crc32_le(0, buf, e->stored_size) != e->crc)
 		return -EBADMSG;
 	return e->stored_size;
 }
@@ -902,7 +726,7 @@ int incfs_img_read_block(struct incfs_img *img, uint64_t ino, uint32_t index,
 			 void *buf)
 {
 	const struct incfs_img_entry *e;
-	char raw[IF_BS];
+	char raw[INCFS_DATA_FILE_BLOCK_SIZE];
 	uint32_t len;
 	int n, err;
 
@@ -912,7 +736,7 @@ int incfs_img_read_block(struct incfs_img *img, uint64_t ino, uint32_t index,
 	n = incfs_img_read_raw(img, ino, index, raw);
 	if (n < 0)
 		return n;
-	if (!(e->flags & IF_BME_LZ4)) {
+	if (!(e->flags & INCFS_BLOCK_COMPRESSED_LZ4)) {
 		memcpy(buf, raw, len);
 		return len;
 	}
@@ -926,8 +750,8 @@ static const char *check_block(struct incfs_img *img,
 			       const struct incfs_img_file *f, uint32_t b)
 {
 	const struct incfs_img_entry *e = &f->blocks[b];
-	uint32_t len = block_len(f->size, b);
-	char raw[IF_BS], buf[IF_BS];
+	uint32_t len = incfs_block_len(f->size, b);
+	char raw[INCFS_DATA_FILE_BLOCK_SIZE], buf[INCFS_DATA_FILE_BLOCK_SIZE];
 	int n;
 
 	n = incfs_img_read_raw(img, f->ino, b, raw);
@@ -935,7 +759,7 @@ static const char *check_block(struct incfs_img *img,
 		return "data CRC mismatch";
 	if (n < 0)
 		return "cannot read data";
-	if ((e->flags & IF_BME_LZ4) &&
+	if ((e->flags & INCFS_BLOCK_COMPRESSED_LZ4) &&
 	    LZ4_decompress_safe(raw, buf, n, len) != (int)len)
 		return "bad LZ4 data";
 	return NULL;
@@ -963,7 +787,7 @@ int incfs_img_check_blocks(struct incfs_img *img)
 				"ino %llu block %u: %s (%u bytes stored%s)",
 				(unsigned long long)f->ino, b, why,
 				e->stored_size,
-				e->flags & IF_BME_LZ4 ? ", lz4" : "");
+				e->flags & INCFS_BLOCK_COMPRESSED_LZ4 ? ", lz4" : "");
 		}
 	}
 	return img->oom ? -ENOMEM : (int)found;
@@ -982,7 +806,7 @@ struct incfs_img_writer {
 struct incfs_img_writer *incfs_img_create(const char *path)
 {
 	struct incfs_img_writer *w = calloc(1, sizeof(*w));
-	struct if_super sb;
+	struct incfs_super_block sb;
 	int fd, err;
 
 	if (!w)
@@ -995,7 +819,7 @@ struct incfs_img_writer *incfs_img_create(const char *path)
 		return NULL;
 	}
 	img_init(&w->st, fd);
-	sb_init(&sb);
+	incfs_sb_init(&sb);
 	err = write_all(fd, &sb, sizeof(sb), 0);
 	if (err) {
 		close(fd);
@@ -1004,7 +828,7 @@ struct incfs_img_writer *incfs_img_create(const char *path)
 		return NULL;
 	}
 	w->end = sizeof(sb);
-	w->next_ino = IF_ROOT_INO + 1;
+	w->next_ino = INCFS_ROOT_INODE + 1;
 	return w;
 }
 
@@ -1016,23 +840,22 @@ static int w_fail(struct incfs_img_writer *w, int err)
 }
 
 /* incfs_bf_append_md(): write the record, then link it. */
-static int append_md(struct incfs_img_writer *w, union if_record *rec)
+static int append_md(struct incfs_img_writer *w, union incfs_md_record *rec)
 {
-	size_t size = le16toh(rec->h.size);
+	size_t size = le16_to_cpu(rec->h.h_record_size);
 	uint64_t pos = w->end, link_pos, link;
 	int err;
 
-	if (pos + size > IF_MAX_DATA_OFFSET)
+	if (pos + size > INCFS_MAX_DATA_OFFSET)
 		return w_fail(w, -EFBIG);
-	rec->h.prev = htole64(w->last_md);
-	rec->h.next = 0;
-	rec->h.crc = 0;
-	rec->h.crc = htole32(md_crc(rec));
+	incfs_md_seal(rec, w->last_md);
 	err = write_all(w->st.fd, rec, size, pos);
 	if (err)
 		return w_fail(w, err);
-	link_pos = w->last_md ? w->last_md + IF_OFF_NEXT : IF_OFF_FIRST_MD;
-	link = htole64(pos);
+	link_pos = w->last_md ?
+		w->last_md + offsetof(struct incfs_md_header, h_next_md_offset) :
+		offsetof(struct incfs_super_block, s_first_md_offset);
+	link = cpu_to_le64(pos);
 	err = write_all(w->st.fd, &link, sizeof(link), link_pos);
 	if (err)
 		return w_fail(w, err);
@@ -1041,31 +864,21 @@ static int append_md(struct incfs_img_writer *w, union if_record *rec)
 	return 0;
 }
 
-static void md_init(union if_record *rec, uint8_t type)
-{
-	memset(rec, 0, sizeof(*rec));
-	rec->h.type = type;
-	rec->h.size = htole16(md_size(type));
-}
-
 /* incfs_ensure_blockmap(): a zeroed area, then its record. */
 static int append_blockmap(struct incfs_img_writer *w,
 			   struct incfs_img_file *f)
 {
 	uint64_t base = w->end, len = (uint64_t)f->block_count * ESIZE;
-	union if_record rec;
+	union incfs_md_record rec;
 	int err;
 
-	if (base + len > IF_MAX_DATA_OFFSET)
+	if (base + len > INCFS_MAX_DATA_OFFSET)
 		return w_fail(w, -EFBIG);
 	err = write_zeros(w->st.fd, len, base);
 	if (err)
 		return w_fail(w, err);
 	w->end = base + len;
-	md_init(&rec, IF_MD_BLOCK_MAP);
-	rec.bm.ino = htole64(f->ino);
-	rec.bm.base = htole64(base);
-	rec.bm.count = htole32(f->block_count);
+	incfs_encode_blockmap(&rec.bm, f->ino, base, f->block_count);
 	err = append_md(w, &rec);
 	if (err)
 		return err;
@@ -1080,14 +893,14 @@ uint64_t incfs_img_new_file_ino(struct incfs_img_writer *w, uint64_t ino,
 				uint16_t mode, uint64_t size)
 {
 	struct incfs_img_file *f = NULL;
-	union if_record rec;
+	union incfs_md_record rec;
 	int err;
 
 	if (w->err) {
 		errno = -w->err;
 		return 0;
 	}
-	err = ino <= IF_ROOT_INO || ino > IF_MAX_INO ? -EINVAL :
+	err = ino <= INCFS_ROOT_INODE || ino > INCFS_MAX_INO ? -EINVAL :
 	      incfs_img_file(&w->st, ino) ? -EEXIST :
 	      check_new(&w->st, mode, size);
 	if (err) {
@@ -1096,10 +909,7 @@ uint64_t incfs_img_new_file_ino(struct incfs_img_writer *w, uint64_t ino,
 	}
 	if ((mode & S_IFMT) == S_IFDIR)
 		size = 0;
-	md_init(&rec, IF_MD_INODE);
-	rec.inode.ino = htole64(ino);
-	rec.inode.size = htole64(size);
-	rec.inode.mode = htole16((mode & S_IFMT) | (mode & 0555));
+	incfs_encode_inode(&rec.inode, ino, size, (mode & S_IFMT) | (mode & 0555));
 	err = append_md(w, &rec);
 	if (!err) {
 		f = file_add(&w->st, ino, mode, size);
@@ -1120,7 +930,7 @@ uint64_t incfs_img_new_file(struct incfs_img_writer *w, uint16_t mode,
 			    uint64_t size)
 {
 	/* As the kernel's NEW_FILE: no number left is ENOSPC. */
-	if (w->next_ino > IF_MAX_INO) {
+	if (w->next_ino > INCFS_MAX_INO) {
 		errno = ENOSPC;
 		return 0;
 	}
@@ -1130,39 +940,32 @@ uint64_t incfs_img_new_file(struct incfs_img_writer *w, uint16_t mode,
 static int name_op(struct incfs_img_writer *w, uint8_t type, uint64_t dir,
 		   uint64_t child, const char *name)
 {
-	size_t len = strnlen(name, IF_MAX_NAME_LEN + 1);
-	union if_record rec;
-	ssize_t found = -1;
+	size_t len = strnlen(name, INCFS_MAX_NAME_LEN + 1);
+	union incfs_md_record rec;
 	int err;
 
 	if (w->err)
 		return w->err;
-	err = name_check(&w->st, type, dir, child, name, len, &found);
+	err = name_check(&w->st, type, dir, child, name, len);
 	if (err)
 		return err;
-	md_init(&rec, IF_MD_DIR_ACTION);
-	rec.da.dir = htole64(dir);
-	rec.da.child = htole64(child);
-	rec.da.type = type;
-	rec.da.name_len = len;
-	memcpy(rec.da.name, name, len);
+	incfs_encode_dir_action(&rec.da, type, dir, child, name, len);
 	err = append_md(w, &rec);
 	if (!err)
-		err = w_fail(w, name_apply(&w->st, type, dir, child, name, len,
-					   found));
+		err = w_fail(w, name_apply(&w->st, type, dir, child, name, len));
 	return err;
 }
 
 int incfs_img_add_name(struct incfs_img_writer *w, uint64_t dir,
 		       uint64_t child, const char *name)
 {
-	return name_op(w, IF_DA_ADD, dir, child, name);
+	return name_op(w, INCFS_DIRA_ADD_ENTRY, dir, child, name);
 }
 
 int incfs_img_remove_name(struct incfs_img_writer *w, uint64_t dir,
 			  uint64_t child, const char *name)
 {
-	return name_op(w, IF_DA_REMOVE, dir, child, name);
+	return name_op(w, INCFS_DIRA_REMOVE_ENTRY, dir, child, name);
 }
 
 /* Checks shared by put_block and put_raw; NULL with *err set. */
@@ -1183,15 +986,15 @@ static int store(struct incfs_img_writer *w, struct incfs_img_file *f,
 		 uint16_t flags)
 {
 	struct incfs_img_entry e;
-	struct if_bme bme;
+	struct incfs_blockmap_entry bme;
 	uint64_t pos = w->end;
 	int err;
 
 	if (f->blocks[index].stored_size)
 		return 0;
-	if (size == IF_BS)
-		pos = (pos + IF_BS - 1) / IF_BS * IF_BS;
-	if (pos + size > IF_MAX_DATA_OFFSET)
+	if (size == INCFS_DATA_FILE_BLOCK_SIZE)
+		pos = round_up(pos, INCFS_DATA_FILE_BLOCK_SIZE);
+	if (pos + size > INCFS_MAX_DATA_OFFSET)
 		return w_fail(w, -EFBIG);
 	err = write_all(w->st.fd, data, size, pos);
 	if (err)
@@ -1200,8 +1003,8 @@ static int store(struct incfs_img_writer *w, struct incfs_img_file *f,
 	e.data_offset = pos;
 	e.stored_size = size;
 	e.flags = flags;
-	e.crc = incfs_crc32(0, data, size);
-	bme_encode(&bme, &e);
+	e.crc = crc32_le(0, data, size);
+	incfs_encode_bme(&bme, pos, size, flags, e.crc);
 	err = write_all(w->st.fd, &bme, sizeof(bme),
 			f->blockmap_offset + (uint64_t)index * ESIZE);
 	if (err)
@@ -1214,18 +1017,18 @@ int incfs_img_put_block(struct incfs_img_writer *w, uint64_t ino,
 			uint32_t index, const void *data, size_t len, bool lz4)
 {
 	struct incfs_img_file *f;
-	char out[IF_BS];
+	char out[INCFS_DATA_FILE_BLOCK_SIZE];
 	int err, n = 0;
 
 	f = w_block_file(w, ino, index, &err);
 	if (!f)
 		return err;
-	if (len != block_len(f->size, index))
+	if (len != incfs_block_len(f->size, index))
 		return -EINVAL;
 	if (lz4)
 		n = LZ4_compress_default(data, out, len, len - 1);
 	if (n > 0 && (size_t)n < len)
-		return store(w, f, index, out, n, IF_BME_LZ4);
+		return store(w, f, index, out, n, INCFS_BLOCK_COMPRESSED_LZ4);
 	return store(w, f, index, data, len, 0);
 }
 
@@ -1234,21 +1037,22 @@ int incfs_img_put_raw(struct incfs_img_writer *w, uint64_t ino,
 		      uint16_t flags, uint32_t crc)
 {
 	struct incfs_img_file *f;
-	char tmp[IF_BS];
+	char tmp[INCFS_DATA_FILE_BLOCK_SIZE];
 	uint32_t len;
 	int err;
 
 	f = w_block_file(w, ino, index, &err);
 	if (!f)
 		return err;
-	len = block_len(f->size, index);
-	if ((flags & ~IF_BME_LZ4) || !stored || stored > IF_BS ||
-	    (!(flags & IF_BME_LZ4) && stored != len))
+	len = incfs_block_len(f->size, index);
+	if ((flags & ~INCFS_BLOCK_COMPRESSED_LZ4) || !stored ||
+	    stored > INCFS_DATA_FILE_BLOCK_SIZE ||
+	    (!(flags & INCFS_BLOCK_COMPRESSED_LZ4) && stored != len))
 		return -EINVAL;
-	if ((flags & IF_BME_LZ4) &&
-	    LZ4_decompress_safe(data, tmp, stored, IF_BS) != (int)len)
+	if ((flags & INCFS_BLOCK_COMPRESSED_LZ4) &&
+	    LZ4_decompress_safe(data, tmp, stored, INCFS_DATA_FILE_BLOCK_SIZE) != (int)len)
 		return -EBADMSG;
-	if (incfs_crc32(0, data, stored) != crc)
+	if (crc32_le(0, data, stored) != crc)
 		return -EBADMSG;
 	return store(w, f, index, data, stored, flags);
 }
@@ -1269,14 +1073,14 @@ int incfs_img_finish(struct incfs_img_writer *w)
 /* What the kernel does at mount, then cut what nothing references. */
 static int repair(struct incfs_img *img)
 {
-	struct if_super sb;
+	struct incfs_super_block sb;
 	uint64_t end = img->valid_end, zero = 0;
 	size_t i;
 	uint32_t b;
 	int err;
 
 	if (img->short_image) {
-		sb_init(&sb);
+		incfs_sb_init(&sb);
 		if (ftruncate(img->fd, 0))
 			return -errno;
 		err = write_all(img->fd, &sb, sizeof(sb), 0);
@@ -1395,7 +1199,7 @@ static unsigned int nlink_of(struct incfs_img *img,
 }
 
 struct path_buf {
-	const char *part[IF_MAX_FILES + 1];
+	const char *part[INCFS_MAX_FILES + 1];
 	int depth;
 };
 
@@ -1426,7 +1230,7 @@ static void put_tree(FILE *out, struct incfs_img *img, struct path_buf *pb,
 		if (img->names[i].dir_ino != dir)
 			continue;
 		c = incfs_img_file(img, img->names[i].child_ino);
-		if (!c || c == &img->root || pb->depth >= IF_MAX_FILES)
+		if (!c || c == &img->root || pb->depth >= INCFS_MAX_FILES)
 			continue;
 		reach[c - img->files] = true;
 		pb->part[pb->depth++] = img->names[i].name;
@@ -1456,7 +1260,7 @@ static void put_ranges(FILE *out, const struct incfs_img_file *f)
 	}
 	for (b = 0; f->blocks && b < f->block_count; b++) {
 		present += !!f->blocks[b].stored_size;
-		lz4 += !!(f->blocks[b].flags & IF_BME_LZ4);
+		lz4 += !!(f->blocks[b].flags & INCFS_BLOCK_COMPRESSED_LZ4);
 	}
 	fprintf(out, "%s(%u/%u)", first ? "none " : " ", present,
 		f->block_count);
@@ -1474,7 +1278,7 @@ static void put_record(FILE *out, struct incfs_img *img,
 {
 	static const char *const types[] = { "none", "inode", "blockmap",
 					     "dir_action" };
-	union if_record rec;
+	union incfs_md_record rec;
 
 	fprintf(out, "  @%llu %s size %u crc %s next %llu prev %llu",
 		(unsigned long long)r->offset, types[r->type], r->size,
@@ -1484,26 +1288,26 @@ static void put_record(FILE *out, struct incfs_img *img,
 		fputs(": unreadable\n", out);
 		return;
 	}
-	if (r->type == IF_MD_INODE) {
+	if (r->type == INCFS_MD_INODE) {
 		fprintf(out, ": ino %llu mode 0%o size %llu",
-			(unsigned long long)le64toh(rec.inode.ino),
-			le16toh(rec.inode.mode),
-			(unsigned long long)le64toh(rec.inode.size));
-	} else if (r->type == IF_MD_BLOCK_MAP) {
+			(unsigned long long)le64_to_cpu(rec.inode.i_no),
+			le16_to_cpu(rec.inode.i_mode),
+			(unsigned long long)le64_to_cpu(rec.inode.i_size));
+	} else if (r->type == INCFS_MD_BLOCK_MAP) {
 		fprintf(out, ": ino %llu base %llu count %u",
-			(unsigned long long)le64toh(rec.bm.ino),
-			(unsigned long long)le64toh(rec.bm.base),
-			le32toh(rec.bm.count));
+			(unsigned long long)le64_to_cpu(rec.bm.m_inode),
+			(unsigned long long)le64_to_cpu(rec.bm.m_base_offset),
+			le32_to_cpu(rec.bm.m_block_count));
 	} else {
-		char name[IF_MAX_NAME_LEN + 1];
+		char name[INCFS_MAX_NAME_LEN + 1];
 
-		memcpy(name, rec.da.name, rec.da.name_len);
-		name[rec.da.name_len] = '\0';
+		memcpy(name, rec.da.da_name, rec.da.da_name_len);
+		name[rec.da.da_name_len] = '\0';
 		fprintf(out, ": %s dir %llu child %llu name \"",
-			rec.da.type == IF_DA_ADD ? "add" :
-			rec.da.type == IF_DA_REMOVE ? "remove" : "?",
-			(unsigned long long)le64toh(rec.da.dir),
-			(unsigned long long)le64toh(rec.da.child));
+			rec.da.da_type == INCFS_DIRA_ADD_ENTRY ? "add" :
+			rec.da.da_type == INCFS_DIRA_REMOVE_ENTRY ? "remove" : "?",
+			(unsigned long long)le64_to_cpu(rec.da.da_dir_inode),
+			(unsigned long long)le64_to_cpu(rec.da.da_entry_inode));
 		put_name(out, name);
 		fputc('"', out);
 	}
@@ -1512,7 +1316,7 @@ static void put_record(FILE *out, struct incfs_img *img,
 
 static void put_super(FILE *out, struct incfs_img *img)
 {
-	struct if_super sb;
+	struct incfs_super_block sb;
 
 	fprintf(out, "image: %llu bytes\n", (unsigned long long)img->size);
 	if (img->size < sizeof(sb) || read_exact(img->fd, &sb, sizeof(sb), 0)) {
@@ -1520,10 +1324,11 @@ static void put_super(FILE *out, struct incfs_img *img)
 		return;
 	}
 	fprintf(out, "superblock: magic 0x%llx version %llu size %u flags 0x%x first_md %llu block_size %u\n",
-		(unsigned long long)le64toh(sb.magic),
-		(unsigned long long)le64toh(sb.version), le16toh(sb.sb_size),
-		le32toh(sb.flags), (unsigned long long)le64toh(sb.first_md),
-		le16toh(sb.block_size));
+		(unsigned long long)le64_to_cpu(sb.s_magic),
+		(unsigned long long)le64_to_cpu(sb.s_version),
+		le16_to_cpu(sb.s_super_block_size), le32_to_cpu(sb.s_flags),
+		(unsigned long long)le64_to_cpu(sb.s_first_md_offset),
+		le16_to_cpu(sb.s_data_block_size));
 }
 
 int incfs_img_dump(const char *path, FILE *out)
@@ -1548,7 +1353,7 @@ int incfs_img_dump(const char *path, FILE *out)
 		put_record(out, &img, &img.records[i]);
 	fputs("tree:\n", out);
 	put_node(out, &img, pb, &img.root);
-	put_tree(out, &img, pb, IF_ROOT_INO, reach);
+	put_tree(out, &img, pb, INCFS_ROOT_INODE, reach);
 	for (i = 0; i < img.nfiles; i++)
 		if (!reach[i])
 			fprintf(out, "  (unreachable) ino %llu mode 0%o size %llu nlink %u\n",
@@ -1612,7 +1417,7 @@ static bool name_kept(struct incfs_img *img, const struct incfs_img_name *n,
 static int gc_blocks(struct incfs_img *img, struct incfs_img_writer *w,
 		     const bool *reach, bool full)
 {
-	char buf[IF_BS];
+	char buf[INCFS_DATA_FILE_BLOCK_SIZE];
 	size_t i;
 	uint32_t b;
 	int n, err;
@@ -1622,8 +1427,9 @@ static int gc_blocks(struct incfs_img *img, struct incfs_img_writer *w,
 
 		for (b = 0; reach[i] && f->blocks && b < f->block_count; b++) {
 			const struct incfs_img_entry *e = &f->blocks[b];
+			bool whole = e->stored_size == INCFS_DATA_FILE_BLOCK_SIZE;
 
-			if (!e->stored_size || (e->stored_size == IF_BS) != full)
+			if (!e->stored_size || whole != full)
 				continue;
 			n = incfs_img_read_raw(img, f->ino, b, buf);
 			if (n < 0)

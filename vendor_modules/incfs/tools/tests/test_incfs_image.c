@@ -36,10 +36,13 @@
 
 #include "kselftest_harness.h"
 
-#include "incfs_format_user.h"
+#include "../../format.h"
 #include "incfs_image.h"
 
-#define BS	4096
+#define BS	INCFS_DATA_FILE_BLOCK_SIZE
+#define OFF_FIRST_MD	offsetof(struct incfs_super_block, s_first_md_offset)
+#define OFF_NEXT	offsetof(struct incfs_md_header, h_next_md_offset)
+#define OFF_CRC		offsetof(struct incfs_md_header, h_record_crc)
 /* For the cases that write an image per byte: minutes under ASan on a disk. */
 #define SLOW_TIMEOUT	900
 
@@ -96,11 +99,16 @@ FIXTURE(cli) {
 
 FIXTURE_SETUP(cli)
 {
+	static char path[PATH_MAX];
+
 	cli = getenv("INCFS_IMAGE");
 	if (!cli || !*cli)
 		SKIP(return, "INCFS_IMAGE (the incfs-image to test) is not set");
 	ASSERT_EQ(0, access(cli, X_OK))
 		TH_LOG("INCFS_IMAGE=%s: %s", cli, strerror(errno));
+	/* Absolute, for the cases that work in their own folder. */
+	ASSERT_NE(NULL, realpath(cli, path));
+	cli = path;
 	scratch_setup(_metadata, self->dir, sizeof(self->dir));
 }
 
@@ -293,7 +301,7 @@ TEST_F(image, write_then_open)
 	ASSERT_EQ(-ERANGE, incfs_img_read_block(&img, gf[0].ino, 6, buf));
 	for (size_t i = 0; i < img.nrecords; i++) {
 		ASSERT_TRUE(img.records[i].crc_ok && img.records[i].applied);
-		if (img.records[i].type == IF_MD_BLOCK_MAP) {
+		if (img.records[i].type == INCFS_MD_BLOCK_MAP) {
 			struct incfs_img_file *g = NULL;
 
 			for (size_t j = 0; j < img.nfiles; j++)
@@ -447,7 +455,7 @@ TEST_F_TIMEOUT(image, cut_at_every_offset_then_repair, SLOW_TIMEOUT)
 	for (len = 0; len <= g.size; len++) {
 		ASSERT_EQ(0, write_file(p, g.data, len));
 		ASSERT_EQ(0, incfs_img_open(&img, p));
-		if (len > IF_OFF_FIRST_MD && len < 32) {
+		if (len > OFF_FIRST_MD && len < 32) {
 			/*
 			 * Not a prefix of a fresh superblock: its first link
 			 * was written, so no crash can have cut it there.
@@ -482,14 +490,14 @@ TEST_F_TIMEOUT(image, cut_at_every_offset_then_repair, SLOW_TIMEOUT)
 
 static void fix_crc(char *data, const struct incfs_img_record *r)
 {
-	union if_record rec;
+	union incfs_md_record rec;
 	uint32_t crc;
 
 	memcpy(&rec, data + r->offset, r->size);
-	rec.h.crc = 0;
-	rec.h.next = 0;
-	crc = htole32(incfs_crc32(0, &rec, r->size));
-	memcpy(data + r->offset + IF_OFF_CRC, &crc, sizeof(crc));
+	rec.h.h_record_crc = 0;
+	rec.h.h_next_md_offset = 0;
+	crc = cpu_to_le32(crc32_le(0, (const unsigned char *)&rec, r->size));
+	memcpy(data + r->offset + OFF_CRC, &crc, sizeof(crc));
 }
 
 /* Open, check blocks, read everything: must not crash. */
@@ -521,11 +529,11 @@ TEST_F_TIMEOUT(image, corrupt_every_record_byte, SLOW_TIMEOUT)
 	golden_load(_metadata, &g);
 	for (i = 0; i < g.img.nrecords; i++) {
 		const struct incfs_img_record *r = &g.img.records[i];
-		char saved[sizeof(union if_record)];
+		char saved[sizeof(union incfs_md_record)];
 
 		memcpy(saved, g.data + r->offset, r->size);
 		for (j = 0; j < r->size; j++) {
-			bool in_next = j >= IF_OFF_NEXT && j < IF_OFF_NEXT + 8;
+			bool in_next = j >= OFF_NEXT && j < OFF_NEXT + 8;
 
 			for (fix = 0; fix < 2; fix++) {
 				g.data[r->offset + j] ^= 0x5a;
@@ -547,19 +555,19 @@ TEST_F_TIMEOUT(image, corrupt_every_record_byte, SLOW_TIMEOUT)
 	golden_free(&g);
 }
 
-/* Inode numbers stop at IF_MAX_INO, for the writer and the reader alike. */
+/* Inode numbers stop at INCFS_MAX_INO, for the writer and the reader alike. */
 TEST_F(image, inode_number_bound)
 {
 	struct incfs_img_writer *w = incfs_img_create(tpath("bound"));
 	struct incfs_img img;
 	size_t size, i;
-	uint64_t past = htole64(IF_MAX_INO + 1);
+	uint64_t past = htole64(INCFS_MAX_INO + 1);
 	char *data = NULL;
 
 	ASSERT_NE(NULL, w);
-	ASSERT_TRUE(incfs_img_new_file_ino(w, IF_MAX_INO + 1, S_IFREG | 0444, 0) == 0 &&
+	ASSERT_TRUE(incfs_img_new_file_ino(w, INCFS_MAX_INO + 1, S_IFREG | 0444, 0) == 0 &&
 		    errno == EINVAL);
-	ASSERT_EQ(IF_MAX_INO, incfs_img_new_file_ino(w, IF_MAX_INO, S_IFREG | 0444, 0));
+	ASSERT_EQ(INCFS_MAX_INO, incfs_img_new_file_ino(w, INCFS_MAX_INO, S_IFREG | 0444, 0));
 	ASSERT_TRUE(incfs_img_new_file(w, S_IFREG | 0444, 0) == 0 && errno == ENOSPC);
 	ASSERT_EQ(0, incfs_img_finish(w));
 	ASSERT_EQ(0, incfs_img_open(&img, tpath("bound")));
@@ -568,7 +576,7 @@ TEST_F(image, inode_number_bound)
 
 	/* The same image with the number one past the bound is broken. */
 	ASSERT_EQ(0, read_file(tpath("bound"), &data, &size));
-	memcpy(data + img.records[0].offset + offsetof(struct if_inode, ino), &past, 8);
+	memcpy(data + img.records[0].offset + offsetof(struct incfs_inode, i_no), &past, 8);
 	fix_crc(data, &img.records[0]);
 	ASSERT_EQ(0, write_file(tpath("bound"), data, size));
 	incfs_img_close(&img);
@@ -590,7 +598,7 @@ TEST_F(image, corrupt_superblock_and_entries)
 
 	golden_load(_metadata, &g);
 	for (j = 0; j < 32; j++) {
-		bool in_first = j >= IF_OFF_FIRST_MD && j < IF_OFF_FIRST_MD + 8;
+		bool in_first = j >= OFF_FIRST_MD && j < OFF_FIRST_MD + 8;
 
 		g.data[j] ^= 0x81;
 		ASSERT_EQ(0, write_file(p, g.data, g.size));
@@ -687,7 +695,7 @@ TEST_F(image, data_crc_and_lz4_errors)
 
 		ASSERT_TRUE(e->flags == 1);
 		memset(g.data + e->data_offset, 0xff, e->stored_size);
-		crc = htole32(incfs_crc32(0, g.data + e->data_offset, e->stored_size));
+		crc = cpu_to_le32(crc32_le(0, (const unsigned char *)g.data + e->data_offset, e->stored_size));
 		at = f->blockmap_offset + 10;
 		memcpy(g.data + at, &crc, 4);
 		ASSERT_EQ(0, write_file(p, g.data, g.size));
@@ -710,7 +718,7 @@ TEST_F(image, hostile_offsets)
 	char *d;
 	size_t len;
 	uint64_t f;
-	struct if_blockmap *bm;
+	struct incfs_blockmap *bm;
 
 	ASSERT_NE(NULL, w);
 	f = incfs_img_new_file(w, S_IFREG | 0444, 3 * BS);
@@ -718,7 +726,7 @@ TEST_F(image, hostile_offsets)
 	ASSERT_EQ(0, incfs_img_finish(w));
 	ASSERT_EQ(0, read_file(tpath("host"), &d, &len));
 	/* inode @32, area @77 (42 bytes), blockmap @119 */
-	bm = (struct if_blockmap *)(d + 119);
+	bm = (struct incfs_blockmap *)(d + 119);
 	{
 		static const uint64_t bases[] = { 0, 31, 76, 78, 1ULL << 62,
 						  0x7fffffffffffffffULL,
@@ -726,9 +734,9 @@ TEST_F(image, hostile_offsets)
 		size_t i;
 		struct incfs_img_record r = { .offset = 119, .size = 43 };
 
-		ASSERT_EQ(IF_MD_BLOCK_MAP, bm->h.type);
+		ASSERT_EQ(INCFS_MD_BLOCK_MAP, bm->m_header.h_md_entry_type);
 		for (i = 0; i < ARRAY_SIZE(bases); i++) {
-			bm->base = htole64(bases[i]);
+			bm->m_base_offset = htole64(bases[i]);
 			fix_crc(d, &r);
 			ASSERT_EQ(0, write_file(tpath("host2"), d, len));
 			ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
@@ -736,8 +744,8 @@ TEST_F(image, hostile_offsets)
 				TH_LOG("base %llx", (unsigned long long)bases[i]);
 			incfs_img_close(&img);
 		}
-		bm->base = htole64(77);
-		bm->count = htole32(0xffffffff);
+		bm->m_base_offset = htole64(77);
+		bm->m_block_count = htole32(0xffffffff);
 		fix_crc(d, &r);
 		ASSERT_EQ(0, write_file(tpath("host2"), d, len));
 		ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
@@ -748,19 +756,19 @@ TEST_F(image, hostile_offsets)
 	{
 		uint64_t link = htole64(8);
 
-		memcpy(d + IF_OFF_FIRST_MD, &link, 8);
+		memcpy(d + OFF_FIRST_MD, &link, 8);
 		ASSERT_EQ(0, write_file(tpath("host2"), d, len));
 		ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
 		ASSERT_EQ(INCFS_IMG_BROKEN, img.status);
 		incfs_img_close(&img);
 		link = htole64(0x8000000000000000ULL);
-		memcpy(d + IF_OFF_FIRST_MD, &link, 8);
+		memcpy(d + OFF_FIRST_MD, &link, 8);
 		ASSERT_EQ(0, write_file(tpath("host2"), d, len));
 		ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
 		ASSERT_EQ(INCFS_IMG_BROKEN, img.status);
 		incfs_img_close(&img);
 		link = htole64(1ULL << 40);
-		memcpy(d + IF_OFF_FIRST_MD, &link, 8);
+		memcpy(d + OFF_FIRST_MD, &link, 8);
 		ASSERT_EQ(0, write_file(tpath("host2"), d, len));
 		ASSERT_EQ(0, incfs_img_open(&img, tpath("host2")));
 		ASSERT_TRUE(img.status == INCFS_IMG_REPAIRABLE && img.torn)
