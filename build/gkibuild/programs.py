@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
+import subprocess
 from pathlib import Path
 
 from gkibuild import toolchain
@@ -63,6 +64,13 @@ class Target:
 		return ['clang', *self.cflags, *(f for n in self.includes for f in inc[n]),
 			*(['-MD', '-MF', str(dep)] if dep else []), '-o', str(out), *map(str, srcs),
 			*(f for n in self.lib_dirs for f in ('-L', str(dirs[n]))), *self.libs]
+
+	def depend_command(self, layout: Layout, src: Path, uapi: Path | None = None) -> list[str]:
+		"""What src depends on, as make rules on stdout (clang -M), with
+		the flags it is compiled with; the link flags go unused."""
+		inc = include_sets(layout, uapi)
+		return ['clang', *self.cflags, *(f for n in self.includes for f in inc[n]),
+			'-Qunused-arguments', '-M', str(src)]
 
 
 # clang finds the sysroot of libc6-dev-arm64-cross and the gcc runtime of
@@ -211,6 +219,21 @@ def lib_folders(layout: Layout) -> dict[str, Path]:
 
 # Building --------------------------------------------------------------------
 
+def _write_deps(layout: Layout, target: Target, srcs: tuple[Path, ...], uapi: Path | None,
+		dep: Path, env: dict[str, str]) -> None:
+	"""Every source's dependencies in dep.  A compile-and-link run writes
+	its -MF file once per source, each over the last: alone, it would
+	miss a change to any source but the last and to what that includes."""
+	rules = []
+	for src in srcs:
+		res = subprocess.run(target.depend_command(layout, src, uapi), env=env,
+				     capture_output=True, text=True)
+		if res.returncode:
+			raise GkiError(f'the dependencies of {src}: {res.stderr.strip()[-2000:]}')
+		rules.append(res.stdout)
+	dep.write_text(''.join(rules))
+
+
 def _stale(out: Path, dep_file: Path, cmd_file: Path, cmd: str) -> bool:
 	"""True unless out was built by cmd (the same command line and
 	compiler) and is newer than every file the .d file lists."""
@@ -256,6 +279,8 @@ def compile_programs(layout: Layout, target: Target, progs: list[Program], dest:
 			if _stale(out, dep, cmd_file, stamp):
 				cmd_file.unlink(missing_ok=True)
 				run_logged(cmd, log, env=env, what=f'compiling {p.name}')
+				if len(p.srcs) > 1:
+					_write_deps(layout, target, p.srcs, uapi, dep, env)
 				cmd_file.write_text(stamp)
 		built[p.name] = out
 	return built

@@ -4,6 +4,7 @@ is found in a small tree, and the command line each target gives: the
 flags that matter (--target, -static, the sanitizers) and where the
 libraries go (after the sources)."""
 
+import os
 import tempfile
 import unittest
 from pathlib import Path
@@ -106,6 +107,46 @@ class ProgramsTest(unittest.TestCase):
 		self.assertIn(' -o test_v_format ', test)
 		with self.assertRaisesRegex(GkiError, 'no program named nothing'):
 			programs.listing(self.layout, VARIANTS['release'], ['nothing'])
+
+
+class RebuildTest(unittest.TestCase):
+	"""A program is built again when any of its sources, or anything one
+	of them includes, changes (the pinned clang, for the host)."""
+
+	def setUp(self):
+		tmp = tempfile.TemporaryDirectory()
+		self.addCleanup(tmp.cleanup)
+		self.top = Path(tmp.name)
+		self.layout = Layout(self.top, self.top / 'out')
+		tool = self.top / 'vendor_modules/v/tools/v-tool'
+		lib = self.top / 'vendor_modules/v/tools/lib'
+		tool.mkdir(parents=True)
+		lib.mkdir(parents=True)
+		(tool / 'main.c').write_text('#include "v_lib.h"\nint main(void) { return v(); }\n')
+		(lib / 'v_lib.h').write_text('int v(void);\n')
+		(lib / 'v_lib.c').write_text('#include "v_lib.h"\n#include "v_value.h"\n'
+					     'int v(void) { return VALUE; }\n')
+		(lib / 'v_value.h').write_text('#define VALUE 0\n')
+		self.dest = self.top / 'out/bin'
+
+	def build(self) -> int:
+		"""Build the tool if stale; the mtime of its executable."""
+		[tool] = programs.discover(self.layout, 'tools')
+		self.assertEqual(2, len(tool.srcs))
+		path = programs.compile_programs(self.layout, programs.HOST, [tool], self.dest)['v-tool']
+		return path.stat().st_mtime_ns
+
+	def touch_later(self, path: Path, than: int) -> None:
+		os.utime(path, ns=(than + 10**9, than + 10**9))
+
+	def test_each_source_and_its_headers_count(self):
+		first = self.build()
+		self.assertEqual(first, self.build(), 'an up-to-date tool was built again')
+		for rel in ('v-tool/main.c', 'lib/v_lib.h', 'lib/v_value.h', 'lib/v_lib.c'):
+			with self.subTest(changed=rel):
+				before = self.build()
+				self.touch_later(self.top / 'vendor_modules/v/tools' / rel, before)
+				self.assertNotEqual(before, self.build(), f'{rel} changed: not rebuilt')
 
 
 if __name__ == '__main__':
