@@ -124,6 +124,24 @@ static inline const char *gki_find_line(const char *text, const char *prefix)
 	return NULL;
 }
 
+/*
+ * The kernel's crc32_le(seed, p, len): reflected polynomial 0xedb88320,
+ * the seed as the initial value, no final inversion.  Bit by bit: a guest
+ * test's oracle, written apart from any table-driven copy it checks.
+ */
+static inline unsigned int gki_crc32_le(unsigned int crc, const void *buf,
+					size_t len)
+{
+	const unsigned char *p = buf;
+
+	while (len--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
+	}
+	return crc;
+}
+
 /* finit_module(2) of a .ko with a parameter string; 0 or -errno. */
 static inline int gki_load_module(const char *path, const char *params)
 {

@@ -12,32 +12,14 @@
 #define MODULE_PATH "/modules/test/test_module/gki_test_module.ko"
 #define MODULE_NAME "gki_test_module"
 
-/* crc32_le() as the kernel computes it: reflected, no final inversion. */
-static unsigned int crc32_le(unsigned int crc, const char *p, size_t len)
-{
-	while (len--) {
-		crc ^= (unsigned char)*p++;
-		for (int i = 0; i < 8; i++)
-			crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
-	}
-	return crc;
-}
-
 static int load(void)
 {
-	int fd = open(MODULE_PATH, O_RDONLY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
-	close(fd);
-	return ret;
+	return gki_load_module(MODULE_PATH, "");
 }
 
 static int unload(void)
 {
-	return syscall(SYS_delete_module, MODULE_NAME, O_NONBLOCK) ? -errno : 0;
+	return gki_unload_module(MODULE_NAME);
 }
 
 static int is_listed(void)
@@ -76,7 +58,7 @@ TEST_F(loaded, logs_release_on_load)
 	ASSERT_EQ(0, uname(&u));
 	/* The CRC proves the module called into the kernel's crc32_le(). */
 	snprintf(want, sizeof(want), MODULE_NAME ": loaded on %s, crc32=%08x\n",
-		 u.release, crc32_le(~0u, "gki", 3));
+		 u.release, gki_crc32_le(~0u, "gki", 3));
 	EXPECT_EQ(self->loads_before + 1, gki_klog_count(want));
 }
 

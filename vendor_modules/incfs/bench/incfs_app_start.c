@@ -28,10 +28,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/incrementalfs.h>
+
 #include "gki_bench.h"
 
 #define LOADER		"/bin/incfs-loader"
-#define BS		4096
+#define BS		INCFS_DATA_FILE_BLOCK_SIZE
 #define APP_SIZE	(64ULL << 20)
 #define NRES		15
 #define STRIDE		20

@@ -9,7 +9,9 @@
  * and data blocks (raw, LZ4, tail) delivered between the instructions, then
  * unmounted.  The image is read back with this file's own copy of the packed
  * on-disk structures, which checks the layout and finds every record, every
- * blockmap entry and every stored block.
+ * blockmap entry and every stored block.  The copy is deliberate: the module
+ * and the tools share one format implementation (format.h), and this file
+ * is the independent oracle that would catch a change to it.
  *
  * Cut images (a crash during an append) must mount with exactly the records
  * wholly before the cut: the names whose ADD records survive, the blocks
@@ -159,22 +161,6 @@ static void put64(unsigned char *p, uint64_t v)
 }
 
 /*
- * The kernel's crc32_le(seed, p, len): reflected polynomial 0xedb88320, the
- * seed as the initial value, no final inversion.  incfs passes seed 0.
- */
-static uint32_t crc32_le(uint32_t crc, const unsigned char *p, size_t len)
-{
-	int k;
-
-	while (len--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (crc & 1 ? 0xedb88320 : 0);
-	}
-	return crc;
-}
-
-/*
  * A record's CRC: of all its @size bytes (as its size field says, even when
  * that is not its type's size), its crc and next fields taken as 0.
  */
@@ -187,7 +173,7 @@ static uint32_t md_crc(const unsigned char *rec, size_t size)
 	memcpy(tmp, rec, size);
 	memset(tmp + OFF_CRC, 0, 4);
 	memset(tmp + OFF_NEXT, 0, 8);
-	return crc32_le(0, tmp, size);
+	return gki_crc32_le(0, tmp, size);
 }
 
 /* ===== images in memory ===== */
@@ -456,18 +442,13 @@ static int load_module(void)
 {
 	char *fs = gki_read_file("/proc/filesystems", NULL);
 	bool loaded = fs && strstr(fs, INCFS_NAME);
-	int fd, r = 0;
+	int r;
 
 	free(fs);
 	if (loaded)
 		return 0;
-	fd = open(MODULE_PATH, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_finit_module, fd, "", 0) && errno != EEXIST)
-		r = -errno;
-	close(fd);
-	return r;
+	r = gki_load_module(MODULE_PATH, "");
+	return r == -EEXIST ? 0 : r;
 }
 
 static int mount_image(const char *img, const char *mnt)
@@ -1126,7 +1107,7 @@ TEST_F(images, golden_layout)
 	}
 }
 
-/* This file's CRC is the kernel's: checked on every record and block. */
+/* gki_crc32_le() is the kernel's CRC: checked on every record and block. */
 TEST_F(images, crc32_matches_kernel)
 {
 	const struct image *g = self->g;
@@ -1139,7 +1120,7 @@ TEST_F(images, crc32_matches_kernel)
 			       md_crc(g->buf + g->recs[i].off, g->recs[i].size));
 	for (i = 0; i < g->nblks; i++)
 		EXPECT_EQ(g->blks[i].crc,
-			  crc32_le(0, g->buf + g->blks[i].off, g->blks[i].size))
+			  gki_crc32_le(0, g->buf + g->blks[i].off, g->blks[i].size))
 			TH_LOG("block at %lld", g->blks[i].off);
 	/* The next link is outside the CRC: linking does not change it. */
 	ASSERT_LT(1, g->nrecs);
@@ -1880,7 +1861,7 @@ static size_t make_hostile(FIXTURE_DATA(images) *self, struct image *im,
 		put32(im->buf + b5->pos + offsetof(struct d_bme, off_lo),
 		      im->recs[0].off);
 		put32(im->buf + b5->pos + offsetof(struct d_bme, crc),
-		      crc32_le(0, im->buf + im->recs[0].off, 100));
+		      gki_crc32_le(0, im->buf + im->recs[0].off, 100));
 		break;
 	case H_SIZE_2_POW_44:
 		/* 2^44 + 6144 bytes: 2^32 + 2 blocks, 2 in 32 bits. */
@@ -2181,7 +2162,7 @@ static void old_read_plain(struct __test_metadata *_metadata,
 		self->data[i] = (unsigned char *)gki_read_file(path, &len);
 		ASSERT_NE(NULL, self->data[i]) TH_LOG("%s: %s", path, strerror(errno));
 		ASSERT_EQ(old_files[i].size, len) TH_LOG("%s", path);
-		EXPECT_EQ(old_files[i].crc, crc32_le(0, self->data[i], len))
+		EXPECT_EQ(old_files[i].crc, gki_crc32_le(0, self->data[i], len))
 			TH_LOG("%s: not the source file's bytes", path);
 	}
 	EXPECT_EQ(0, umount_image(self->mnt));

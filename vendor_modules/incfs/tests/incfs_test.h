@@ -97,28 +97,21 @@ static inline bool incfs_module_loaded(void)
 /* Load the module unless it is loaded. */
 static inline int incfs_load_module(void)
 {
-	int fd, ret;
+	int ret;
 
 	if (incfs_module_loaded())
 		return 0;
-	fd = open(INCFS_MODULE_PATH, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		incfs_fail("open %s: %s", INCFS_MODULE_PATH, strerror(errno));
-		return ret;
-	}
-	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
-	close(fd);
+	ret = gki_load_module(INCFS_MODULE_PATH, "");
 	if (ret == -EEXIST)
 		return 0;
 	if (ret)
-		incfs_fail("finit_module(%s): %s", INCFS_MODULE_PATH, strerror(-ret));
+		incfs_fail("loading %s: %s", INCFS_MODULE_PATH, strerror(-ret));
 	return ret;
 }
 
 static inline int incfs_unload_module(void)
 {
-	return syscall(SYS_delete_module, INCFS_MODULE_NAME, O_NONBLOCK) ? -errno : 0;
+	return gki_unload_module(INCFS_MODULE_NAME);
 }
 
 /* ===== mounts ===== */

@@ -17,8 +17,8 @@
 #include "incfs_image.h"
 
 #define EXIT_USAGE	64
-#define BS		INCFS_IMG_BLOCK_SIZE
-#define MAX_NODES	999		/* inodes besides the root */
+#define BS		INCFS_DATA_FILE_BLOCK_SIZE
+#define MAX_NODES	(INCFS_MAX_FILES - 1)	/* inodes besides the root */
 
 static const char usage_text[] =
 "usage: incfs-image COMMAND ...\n"

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define INCFS_IMG_BLOCK_SIZE	4096
+#include <linux/incrementalfs.h>	/* INCFS_DATA_FILE_BLOCK_SIZE, ... */
 
 /* One problem found in an image. */
 struct incfs_img_problem {
@@ -34,12 +34,12 @@ struct incfs_img_file {
 	uint64_t size;
 	uint64_t blockmap_offset;	/* 0: none */
 	uint32_t block_count;
-	struct incfs_img_entry *blocks;	/* block_count entries */
 	/*
-	 * Added: @blocks is NULL (every block absent) until the file's
-	 * blockmap record is replayed, so a hostile image cannot make the
+	 * block_count entries; NULL (every block absent) until the file's
+	 * blockmap record is replayed, so that a hostile image cannot make the
 	 * reader allocate more than the image holds.
 	 */
+	struct incfs_img_entry *blocks;
 };
 
 struct incfs_img_name {
@@ -50,7 +50,7 @@ struct incfs_img_name {
 
 enum incfs_img_status { INCFS_IMG_CLEAN = 0, INCFS_IMG_REPAIRABLE = 1, INCFS_IMG_BROKEN = 2 };
 
-/* Added: one metadata record met on the chain (for dump). */
+/* One metadata record met on the chain (for dump). */
 struct incfs_img_record {
 	uint64_t offset;
 	uint64_t next;
@@ -76,7 +76,7 @@ struct incfs_img {
 	size_t nproblems;
 	enum incfs_img_status status;
 
-	/* Added for incfs-image (dump, fsck --repair) and incfs_img_file(2). */
+	/* For incfs-image (dump, fsck --repair) and incfs_img_file(2). */
 	struct incfs_img_file root;	/* ino 2: never stored */
 	struct incfs_img_record *records;	/* nrecords entries */
 	uint64_t first_md_offset;	/* from the superblock */
@@ -103,16 +103,16 @@ struct incfs_img_file *incfs_img_file(struct incfs_img *img, uint64_t ino);
 /* Is block @index of file @ino present (and within the image)? */
 bool incfs_img_block_present(struct incfs_img *img, uint64_t ino, uint32_t index);
 /*
- * Read and check (CRC, LZ4) block @index into @buf (4096 bytes); returns its length or -errno:
+ * Read and check (CRC, LZ4) block @index into @buf (INCFS_DATA_FILE_BLOCK_SIZE bytes); returns its length or -errno:
  * -ENOENT no such file, -EISDIR, -ERANGE index past the end, -ENODATA absent,
  * -EIO short read, -EBADMSG CRC mismatch or bad LZ4 data.
  */
 int incfs_img_read_block(struct incfs_img *img, uint64_t ino, uint32_t index, void *buf);
-/* Added: read the stored (maybe compressed) bytes of a present block into @buf (4096); CRC checked. */
+/* Read the stored (maybe compressed) bytes of a present block into @buf (INCFS_DATA_FILE_BLOCK_SIZE bytes); CRC checked. */
 int incfs_img_read_raw(struct incfs_img *img, uint64_t ino, uint32_t index, void *buf);
-/* Added: check every present block's CRC and LZ4 data; adds problems; returns their count or -errno. */
+/* Check every present block's CRC and LZ4 data; adds problems; returns their count or -errno. */
 int incfs_img_check_blocks(struct incfs_img *img);
-/* Added: "clean", "repairable" or "broken". */
+/* "clean", "repairable" or "broken". */
 const char *incfs_img_status_name(int status);
 
 /* Writing a new image from scratch, as the kernel would. */
@@ -120,21 +120,21 @@ struct incfs_img_writer;
 struct incfs_img_writer *incfs_img_create(const char *path);
 /* Declare a file (S_IFREG) or directory (S_IFDIR); returns the inode number or 0 with errno set. */
 uint64_t incfs_img_new_file(struct incfs_img_writer *w, uint16_t mode, uint64_t size);
-/* Added: the same with a given inode number (> 2, unused); returns it or 0 with errno set. */
+/* The same with a given inode number (> 2, unused); returns it or 0 with errno set. */
 uint64_t incfs_img_new_file_ino(struct incfs_img_writer *w, uint64_t ino, uint16_t mode,
 				uint64_t size);
 int incfs_img_add_name(struct incfs_img_writer *w, uint64_t dir, uint64_t child, const char *name);
-/* Added: remove a name, as INCFS_INSTRUCTION_REMOVE_DIR_ENTRY does. */
+/* Remove a name, as INCFS_INSTRUCTION_REMOVE_DIR_ENTRY does. */
 int incfs_img_remove_name(struct incfs_img_writer *w, uint64_t dir, uint64_t child,
 			  const char *name);
 /* Store block @index of @ino from @data (its full length); LZ4 when it shrinks and @lz4. */
 int incfs_img_put_block(struct incfs_img_writer *w, uint64_t ino, uint32_t index,
 			const void *data, size_t len, bool lz4);
-/* Added: store a block as stored elsewhere (@flags 1: LZ4 data); @crc must match. */
+/* Store a block as stored elsewhere (@flags 1: LZ4 data); @crc must match. */
 int incfs_img_put_raw(struct incfs_img_writer *w, uint64_t ino, uint32_t index,
 		      const void *data, size_t stored, uint16_t flags, uint32_t crc);
 int incfs_img_finish(struct incfs_img_writer *w);	/* writes, fsyncs, frees */
-/* Added: functions return -errno; a failed writer keeps failing; finish returns the first error. */
+/* Functions return -errno; a failed writer keeps failing; finish returns the first error. */
 
 /*
  * fsck: print problems to @out; with @repair, cut a torn tail. Returns enum incfs_img_status
