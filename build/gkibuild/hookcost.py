@@ -16,7 +16,7 @@ figures measured side by side mean something: for each figure the median
 over the rounds on each kernel, their ratio, and the range of the ratios of
 each round's pair of boots; for a figure with a baseline (vh_cost's
 '..._attached' figures) its ratio to the baseline on each kernel.  Nothing
-is asserted (targets are in BUILD.md); a boot that fails, or a figure
+is asserted (targets are in docs/figures.md); a boot that fails, or a figure
 missing from one boot, stops the campaign.
 
 Under TCG on a shared machine a pass's wall-clock time varies by 10-30%,

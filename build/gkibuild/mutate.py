@@ -516,7 +516,7 @@ def summary(results: list[Result]) -> str:
 
 
 def record(path: Path, results: list[Result], started: str, seconds: float) -> None:
-	"""The campaign as JSON, for CI and for the figure in BUILD.md."""
+	"""The campaign as JSON, for CI and for the figure in docs/figures.md."""
 	path.parent.mkdir(parents=True, exist_ok=True)
 	path.write_text(json.dumps({
 		'started': started,
