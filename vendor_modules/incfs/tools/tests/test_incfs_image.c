@@ -23,18 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_LSAN 1
-#endif
-#endif
-#ifdef HAVE_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
-
 #include "kselftest_harness.h"
+#include "tools_test.h"
 
 #include "../../format.h"
 #include "incfs_image.h"
@@ -62,21 +52,6 @@ static void scratch_setup(struct __test_metadata *_metadata, char *dir,
 	tmpdir = dir;
 }
 
-/* Remove the folder of a case that passed, after a leak check. */
-static void scratch_teardown(struct __test_metadata *_metadata, const char *dir)
-{
-	char cmd[PATH_MAX + 16];
-
-	if (_metadata->exit_code != KSFT_PASS)
-		return;		/* its files stay for a look */
-#ifdef HAVE_LSAN
-	EXPECT_EQ(0, __lsan_do_recoverable_leak_check())
-		TH_LOG("memory leaked (LeakSanitizer's report above)");
-#endif
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	EXPECT_EQ(0, system(cmd));
-}
-
 /* Library cases. */
 FIXTURE(image) {
 	char dir[PATH_MAX];
@@ -89,7 +64,7 @@ FIXTURE_SETUP(image)
 
 FIXTURE_TEARDOWN(image)
 {
-	scratch_teardown(_metadata, self->dir);
+	tools_test_cleanup(_metadata, self->dir);
 }
 
 /* CLI cases: skipped without INCFS_IMAGE, failed if it is not a program. */
@@ -114,7 +89,7 @@ FIXTURE_SETUP(cli)
 
 FIXTURE_TEARDOWN(cli)
 {
-	scratch_teardown(_metadata, self->dir);
+	tools_test_cleanup(_metadata, self->dir);
 }
 
 static const char *tpath(const char *name)

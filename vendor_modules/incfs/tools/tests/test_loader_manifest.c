@@ -17,18 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_LSAN 1
-#endif
-#endif
-#ifdef HAVE_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
-
 #include "kselftest_harness.h"
+#include "tools_test.h"
 
 #include "../incfs-loader/app.c"
 #include "../incfs-loader/errors.c"
@@ -54,17 +44,8 @@ FIXTURE_SETUP(manifest)
 
 FIXTURE_TEARDOWN(manifest)
 {
-	char cmd[PATH_MAX + 16];
-
 	app_free(&self->a);
-	if (_metadata->exit_code != KSFT_PASS)
-		return;		/* its files stay for a look */
-#ifdef HAVE_LSAN
-	EXPECT_EQ(0, __lsan_do_recoverable_leak_check())
-		TH_LOG("memory leaked (LeakSanitizer's report above)");
-#endif
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", self->dir);
-	EXPECT_EQ(0, system(cmd));
+	tools_test_cleanup(_metadata, self->dir);
 }
 
 static int write_text(const char *path, const char *text)
