@@ -68,6 +68,7 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 			st.note = f'{len(rebuilt(before, mtimes(layout.ext(v), ".o")))} objects rebuilt'
 		with timer.stage(f'tools-{v.name}', v.name):
 			shipped_tools = tools.build(layout, v, headers)
+			tools.guest_tests(layout, v, headers)
 		with timer.stage(f'dist-{v.name}', v.name):
 			manifest = {
 				'variant': v.name,

@@ -27,6 +27,10 @@ from gkibuild.util import sha256_file
 INPUTS = ('common', 'symbol_lists', 'vendor_modules')
 # Output folders a build reads besides the variant's own; copied whole.
 SHARED_OUT = ('host',)
+# A variant's folders that only a guest run uses (initramfs, scratch
+# disk): not copied, since the guest run `gki test` starts beside the host
+# tests may be rewriting them.
+GUEST_RUN = ('guest', 'qemu')
 
 
 @dataclasses.dataclass
@@ -75,14 +79,15 @@ class Sandbox:
 		for name in INPUTS:
 			shutil.copytree(self.layout.top / name, self.top / name, symlinks=True)
 		lo = self.layout.out
+		vout = self.out / self.variant.name
+		vout.mkdir()
 		copies = [['cp', '-al', str(lo / 'src'), str(self.out / 'src')],
-			  ['cp', '-al', str(lo / 'guest-pkgs'), str(self.out / 'guest-pkgs')],
-			  ['cp', '-a', str(lo / self.variant.name), str(self.out / self.variant.name)]]
+			  ['cp', '-al', str(lo / 'guest-pkgs'), str(self.out / 'guest-pkgs')]]
+		copies += [['cp', '-a', str(d), str(vout / d.name)]
+			   for d in sorted((lo / self.variant.name).iterdir()) if d.name not in GUEST_RUN]
 		copies += [['cp', '-a', str(lo / d), str(self.out / d)]
 			   for d in SHARED_OUT if (lo / d).is_dir()]
 		copy(copies)
-		# The copy's QEMU scratch disks are of no use to a build.
-		shutil.rmtree(self.out / self.variant.name / 'qemu', ignore_errors=True)
 		return self
 
 	def input(self, rel: str) -> Path:

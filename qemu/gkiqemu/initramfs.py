@@ -21,11 +21,13 @@ def busybox(layout: Layout) -> Path:
 
 
 def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path],
-	       tools: dict[str, Path], lists: dict[str, list[str]]) -> Path:
-	"""Write the initramfs for variant v with gen_init_cpio: programs go
-	to /tests, tools to /bin; lists maps /etc/gki/<mode> to the command
-	lines /init runs in that mode."""
-	gdir = layout.guest(v)
+	       tools: dict[str, Path], lists: dict[str, list[str]],
+	       gdir: Path | None = None) -> Path:
+	"""Write the initramfs for variant v with gen_init_cpio, in gdir
+	(default: the variant's guest folder): programs go to /tests, tools to
+	/bin; lists maps /etc/gki/<mode> to the command lines /init runs in
+	that mode."""
+	gdir = gdir or layout.guest(v)
 	gdir.mkdir(parents=True, exist_ok=True)
 	spec = ['dir /dev 0755 0 0', 'nod /dev/console 0600 0 0 c 5 1']
 	spec += [f'dir /{d} 0755 0 0' for d in
@@ -59,12 +61,13 @@ def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path]
 
 	spec_file = gdir / 'initramfs.list'
 	spec_file.write_text('\n'.join(spec) + '\n')
-	return cpio_from_spec(layout, v)
+	return cpio_from_spec(layout, v, gdir)
 
 
-def cpio_from_spec(layout: Layout, v: Variant) -> Path:
-	"""(Re)write the variant's initramfs from its gen_init_cpio list."""
-	gdir = layout.guest(v)
+def cpio_from_spec(layout: Layout, v: Variant, gdir: Path | None = None) -> Path:
+	"""(Re)write the initramfs in gdir (default: the variant's guest
+	folder) from its gen_init_cpio list."""
+	gdir = gdir or layout.guest(v)
 	out = gdir / 'initramfs.cpio'
 	gen = layout.obj(v) / 'usr' / 'gen_init_cpio'
 	if not gen.exists():

@@ -232,9 +232,12 @@ def host_run_split(suite: unittest.TestSuite, tally: Tally,
 # Guest runs ---------------------------------------------------------------
 
 def prepare(layout: Layout, v: Variant, extra: list[Path],
-	    bench_names: list[str] | None = None, only: list[str] | None = None) -> Path:
+	    bench_names: list[str] | None = None, only: list[str] | None = None,
+	    gdir: Path | None = None) -> Path:
 	"""Build the guest programs and the variant's initramfs; bench_names
-	picks benchmarks (all when empty), only picks suites (all when empty)."""
+	picks benchmarks (all when empty), only picks suites (all when empty).
+	gdir: where the initramfs goes (default: the variant's guest folder,
+	which a guest run started by `gki test` may be using)."""
 	uapi = layout.obj(v) / 'uapi' / 'include'
 	suites = programs.discover(layout, 'suites')
 	if only:
@@ -245,8 +248,7 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 	bench = programs.discover(layout, 'bench')
 	if bench_names:
 		bench = [p for p in bench if p.name in bench_names]
-	tests = programs.compile_programs(layout, programs.GUEST, suites + bench,
-					  programs.guest_folder(layout, 'suites', v), uapi)
+	tests = tools.guest_tests(layout, v, uapi, suites + bench)
 	guest_tools = tools.guest(layout, v, uapi)
 	for p in extra:
 		if p.name in tests:
@@ -256,7 +258,7 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 		'test': [f'/tests/{p.name}' for p in suites] + [f'/tests/{p.name}' for p in extra],
 		'bench': [f'/tests/{p.name}' for p in bench],
 	}
-	return initramfs.write_cpio(layout, v, layout.dist(v), tests, guest_tools, lists)
+	return initramfs.write_cpio(layout, v, layout.dist(v), tests, guest_tools, lists, gdir)
 
 
 def boots(layout: Layout, v: Variant, initrd: Path, mode: str,

@@ -94,7 +94,8 @@ class AbiGateTest(unittest.TestCase):
 		probe = self.dir / 'kmi_probe'
 		probe.write_text(PROBE.format(ko=INCFS))
 		probe.chmod(0o755)
-		initrd = runner.prepare(LAYOUT, RELEASE, [probe], only=['boot_smoke'])
+		initrd = runner.prepare(LAYOUT, RELEASE, [probe], only=['boot_smoke'],
+					gdir=self.dir / 'guest')
 		image = s.obj / 'arch' / 'arm64' / 'boot' / 'Image'
 		cmd = boot.command(image, initrd, RELEASE.qemu_mem_mb, 'gki.mode=test', None)
 		b = boot.run(cmd, self.dir / f'{self.name}-console.log', RELEASE.qemu_timeout_s)

@@ -51,14 +51,16 @@ class HarnessBootTest(unittest.TestCase):
 
 	def boot_with(self, script: Path, timeout_s: int, suite_timeout_s: int) -> boot.Boot:
 		v = self.variant
-		initrd = runner.prepare(LAYOUT, v, [script])
+		# An initramfs of its own: `gki test` may be booting the
+		# variant's standard one meanwhile (background.py).
+		gdir = self.dir / 'guest'
+		initrd = runner.prepare(LAYOUT, v, [script], gdir=gdir)
 		# Only the script: the standard suites are not what is tested here.
-		lst = LAYOUT.guest(v) / 'initramfs.list'
-		spec = lst.read_text().replace(f'{LAYOUT.guest(v)}/etc/test',
-					       str(self.dir / 'list'))
+		lst = gdir / 'initramfs.list'
+		spec = lst.read_text().replace(f'{gdir}/etc/test', str(self.dir / 'list'))
 		(self.dir / 'list').write_text(f'/tests/{script.name}\n')
 		lst.write_text(spec)
-		initramfs.cpio_from_spec(LAYOUT, v)
+		initramfs.cpio_from_spec(LAYOUT, v, gdir)
 		cmd = boot.command(LAYOUT.dist(v) / 'Image', initrd, v.qemu_mem_mb,
 				   f'gki.mode=test gki.suite_timeout={suite_timeout_s}', None)
 		return boot.run(cmd, self.dir / 'console.log', timeout_s)
