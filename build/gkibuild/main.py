@@ -274,28 +274,37 @@ def cmd_repro(args: argparse.Namespace, layout: Layout) -> int:
 def cmd_test(args: argparse.Namespace, layout: Layout) -> int:
 	"""Build, then test.  With the host tests and more than one variant,
 	the variants after the first build in the background while the host
-	tests run (background.py says why)."""
+	tests run, and then the guest suites (background.py says why)."""
 	from gkiqemu import runner
 	vs = variants(args.variant)
 	if args.skip_host or len(vs) == 1:
 		build(layout, vs, args.jobs, args.accept_source_update)
 		return runner.test_all(layout, vs, host=not args.skip_host)
 	build(layout, vs[:1], args.jobs, args.accept_source_update)
-	with Background(layout, vs[1:], args.jobs, args.accept_source_update) as later:
-		return runner.test_all(layout, vs, host=True, others_built=later.wait)
+	guests = 'all' if [v.name for v in vs] == list(VARIANTS) else ''
+	with Background(layout, vs[1:], args.jobs, args.accept_source_update,
+			guests) as meanwhile:
+		return runner.test_all(layout, vs, host=True, meanwhile=meanwhile)
 
 
 def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
 	from gkiqemu import runner
 	vs = variants(args.variant)
-	build(layout, vs, args.jobs, args.accept_source_update)
+	if args.prebuilt:
+		missing = [str(layout.dist(v) / 'Image') for v in vs
+			   if not (layout.dist(v) / 'Image').exists()]
+		if missing:
+			raise GkiError(f'--prebuilt: {", ".join(missing)} not built')
+	else:
+		build(layout, vs, args.jobs, args.accept_source_update)
 	extra = [Path(p).resolve() for p in args.add]
 	for p in extra:
 		if not p.is_file() or not os.access(p, os.X_OK):
 			raise GkiError(f'--add {p}: not an executable file')
 	if args.shell:
 		return runner.shell(layout, vs[0], extra)
-	return runner.guest_suites(layout, vs, extra, args.only)
+	return runner.guest_suites(layout, vs, extra, args.only,
+				   Path(args.results) if args.results else None)
 
 
 def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
@@ -352,6 +361,11 @@ def parser() -> argparse.ArgumentParser:
 	q.add_argument('--only', action='append', default=[], metavar='SUITE',
 		       help='run only this guest suite (repeatable)')
 	q.add_argument('--shell', action='store_true')
+	q.add_argument('--prebuilt', action='store_true',
+		       help='boot what is built, without building (the run `gki test` starts '
+		       'while its host tests go on)')
+	q.add_argument('--results', metavar='FILE',
+		       help='also write the outcomes to FILE as JSON')
 	be = add('bench', 'release')
 	be.add_argument('names', nargs='*')
 	be.add_argument('--against-unhooked', action='store_true',

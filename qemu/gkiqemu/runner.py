@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
 from gkibuild import programs, progress, tools
+from gkibuild.background import Background
 from gkibuild.layout import Layout, Variant, test_root
 from gkibuild.util import GkiError, info
 from gkiqemu import boot, console, initramfs, ktap
@@ -34,9 +35,9 @@ class Outcome:
 class Tally:
 	"""Collects outcomes, printing one line per test to out."""
 
-	def __init__(self, out: TextIO = sys.stdout) -> None:
+	def __init__(self, out: TextIO | None = None) -> None:
 		self.outcomes: list[Outcome] = []
-		self.out = out
+		self.out = out or sys.stdout
 
 	def add(self, name: str, status: ktap.Status, detail: str = '') -> None:
 		o = Outcome(name, status, detail)
@@ -522,22 +523,58 @@ def guest(layout: Layout, vs: list[Variant], extra: list[Path], tally: Tally,
 
 
 def guest_suites(layout: Layout, vs: list[Variant], extra: list[Path],
-		 only: list[str] | None = None) -> int:
+		 only: list[str] | None = None, results: Path | None = None) -> int:
+	"""results: where to write the outcomes for the process that runs
+	this one (read_results)."""
 	tally = Tally()
 	guest(layout, vs, extra, tally, only)
-	return tally.close()
+	rc = tally.close()
+	if results:
+		write_results(tally, results)
+	return rc
+
+
+def write_results(tally: Tally, path: Path) -> None:
+	path.write_text(json.dumps([{'name': o.name, 'status': o.status.value, 'detail': o.detail}
+				    for o in tally.outcomes], indent=1) + '\n')
+
+
+def read_results(tally: Tally, path: Path, rc: int | None, what: str) -> None:
+	"""Add the outcomes a child run wrote (write_results) to tally, not
+	printed again (the child's output shows them).  Fails closed: no
+	readable results, none at all, or a failed exit without a failed test
+	is a failure of what."""
+	failing = (ktap.Status.FAIL, ktap.Status.MISSING, ktap.Status.CRASHED)
+	try:
+		outcomes = [Outcome(r['name'], ktap.Status(r['status']), r['detail'])
+			    for r in json.loads(path.read_text())]
+	except (OSError, ValueError, KeyError, TypeError) as e:
+		tally.add(what, ktap.Status.FAIL, f'exit {rc}; no results in {path}: {e}')
+		return
+	tally.outcomes.extend(outcomes)
+	if not outcomes:
+		tally.add(what, ktap.Status.FAIL, f'exit {rc}; no test ran')
+	elif rc != 0 and not any(o.status in failing for o in outcomes):
+		tally.add(what, ktap.Status.FAIL, f'exit {rc} with no failed test')
 
 
 def test_all(layout: Layout, vs: list[Variant], host: bool,
-	     others_built: Callable[[], None] | None = None) -> int:
-	"""Host tests, then the guest suites of every variant; others_built:
-	as host_tests(), called before any guest boot in any case."""
+	     meanwhile: Background | None = None) -> int:
+	"""Host tests, then the guest suites of every variant.  meanwhile:
+	the child that builds the variants other than release (waited for
+	before any guest boot and before the host tests that need them) and,
+	if it was asked to, runs the guest suites of vs while the host tests
+	go on."""
 	tally = Tally()
 	if host:
-		host_tests(layout, tally, others_built)
-	elif others_built:
-		others_built()
-	guest(layout, vs, [], tally)
+		host_tests(layout, tally, meanwhile.wait if meanwhile else None)
+	elif meanwhile:
+		meanwhile.wait()
+	if meanwhile and meanwhile.guests:
+		read_results(tally, meanwhile.results, meanwhile.wait_guests(),
+			     f'{meanwhile.guests}: guest suites (run meanwhile)')
+	else:
+		guest(layout, vs, [], tally)
 	return tally.close()
 
 

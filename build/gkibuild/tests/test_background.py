@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """background.Background with a stand-in for gkibuild: the child's output
 is printed only when waited for, a failed build names its variant, a later
-variant is not built after a failure, and a child still running when the
+variant is not built after a failure, the guest run follows the builds
+(and is waited for apart from them), and a child still running when the
 caller stops early is terminated."""
 
 import contextlib
@@ -18,9 +19,23 @@ from gkibuild.layout import VARIANTS, Layout
 from gkibuild.util import GkiError
 
 # Prints its arguments; fails for the variant named in FAIL_FOR; sleeps
-# for the one named in SLEEP_FOR.
-FAKE_MAIN = '''import sys, time
+# for the one named in SLEEP_FOR.  As `qemu`, waits for a file named go
+# beside it (30 s at most), then writes a result.
+FAKE_MAIN = '''import json, os, sys, time
 variant = sys.argv[sys.argv.index('--variant') + 1]
+if sys.argv[1] == 'qemu':
+	go = os.path.join(os.path.dirname(sys.argv[0]), 'go')
+	for _ in range(3000):
+		if os.path.exists(go):
+			break
+		time.sleep(0.01)
+	else:
+		sys.exit(4)
+	print('booted', ' '.join(sys.argv[1:]), flush=True)
+	results = sys.argv[sys.argv.index('--results') + 1]
+	with open(results, 'w') as f:
+		json.dump([{{'name': 'release: a', 'status': 'PASS', 'detail': ''}}], f)
+	sys.exit(0)
 print('built', ' '.join(sys.argv[1:]), flush=True)
 if variant == {fail!r}:
 	sys.exit(3)
@@ -65,6 +80,50 @@ class BackgroundTest(unittest.TestCase):
 			self.run_waited([VARIANTS['release'], VARIANTS['debug']])
 		self.assertNotIn('--variant debug', self.layout.log(None, 'background-build')
 				 .read_text())
+
+	def go(self) -> None:
+		(Path(self.tmp.name) / 'go').touch()
+
+	def test_guests_run_after_the_builds_and_are_not_waited_for_with_them(self):
+		self.fake()
+		out = io.StringIO()
+		with contextlib.redirect_stdout(out):
+			with background.Background(self.layout, [VARIANTS['debug']], None, False,
+						   guests='all') as b:
+				b.wait()
+				# The guest run waits for 'go': wait() did not wait for it.
+				self.assertIsNone(b.guest_rc)
+				self.assertIn('built build --variant debug', out.getvalue())
+				self.go()
+				self.assertEqual(0, b.wait_guests())
+		self.assertIn(f'booted qemu --variant all --prebuilt --results {b.results}\n',
+			      out.getvalue())
+		self.assertIn('release: a', b.results.read_text())
+
+	def test_no_guest_run_after_a_failed_build(self):
+		self.fake(fail='debug')
+		self.go()
+		with contextlib.redirect_stdout(io.StringIO()):
+			with background.Background(self.layout, [VARIANTS['debug']], None, False,
+						   guests='all') as b:
+				with self.assertRaisesRegex(GkiError, 'the debug build'):
+					b.wait()
+				self.assertIsNone(b.wait_guests())
+		self.assertFalse(b.results.exists())
+		self.assertEqual('', b.guest_log.read_text())
+
+	def test_results_of_an_earlier_run_are_removed_first(self):
+		self.fake(fail='debug')
+		stale = self.layout.out / 'background-guests.json'
+		stale.parent.mkdir(parents=True)
+		stale.write_text('[]')
+		with contextlib.redirect_stdout(io.StringIO()):
+			with background.Background(self.layout, [VARIANTS['debug']], None, False,
+						   guests='all') as b:
+				self.assertEqual(stale, b.results)
+				self.assertFalse(stale.exists())
+				with self.assertRaises(GkiError):
+					b.wait()
 
 	def test_a_child_still_running_is_terminated_on_early_exit(self):
 		self.fake(sleep='debug')
