@@ -314,23 +314,23 @@ static int incfs_file_open(struct inode *inode, struct file *file)
 }
 
 /*
- * read(2) waits for the blocks it covers here, interruptibly, before the
- * page cache is asked for them: read_folio() can only wait killably, since
- * an error from it becomes SIGBUS in a page fault.  A read that reaches an
- * absent block after present ones returns what precedes it.
+ * read(2), splice(2) and sendfile(2) wait for the blocks they cover here,
+ * interruptibly, before the page cache is asked for them: read_folio() can
+ * only wait killably, since an error from it becomes SIGBUS in a page
+ * fault.  Returns how many of the @count bytes at @pos may be read: up to
+ * the first absent block after present ones, 0 at the end of the file, or
+ * the error of the first block.
  */
-static ssize_t incfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
+static ssize_t wait_blocks(struct incfs_node *node, loff_t pos, size_t count)
 {
-	struct inode *inode = file_inode(iocb->ki_filp);
-	struct incfs_node *node = incfs_node(inode);
 	struct incfs_blockmap_entry bme;
-	loff_t pos = iocb->ki_pos, end;
+	loff_t end;
 	u32 i, first, last;
 	int err;
 
-	if (pos >= node->size || !iov_iter_count(to))
+	if (pos >= node->size || !count)
 		return 0;
-	end = min_t(loff_t, node->size, pos + iov_iter_count(to));
+	end = min_t(loff_t, node->size, pos + count);
 	first = pos >> PAGE_SHIFT;
 	last = (end - 1) >> PAGE_SHIFT;
 	for (i = first; i <= last; i++) {
@@ -339,10 +339,31 @@ static ssize_t incfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 			continue;
 		if (i == first)
 			return err;
-		iov_iter_truncate(to, ((loff_t)i << PAGE_SHIFT) - pos);
-		break;
+		return ((loff_t)i << PAGE_SHIFT) - pos;
 	}
+	return end - pos;
+}
+
+static ssize_t incfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct incfs_node *node = incfs_node(file_inode(iocb->ki_filp));
+	ssize_t n = wait_blocks(node, iocb->ki_pos, iov_iter_count(to));
+
+	if (n <= 0)
+		return n;
+	iov_iter_truncate(to, n);
 	return generic_file_read_iter(iocb, to);
+}
+
+static ssize_t incfs_splice_read(struct file *in, loff_t *ppos,
+				 struct pipe_inode_info *pipe, size_t len,
+				 unsigned int flags)
+{
+	ssize_t n = wait_blocks(incfs_node(file_inode(in)), *ppos, len);
+
+	if (n <= 0)
+		return n;
+	return filemap_splice_read(in, ppos, pipe, n, flags);
 }
 
 static const struct file_operations incfs_file_fops = {
@@ -350,7 +371,7 @@ static const struct file_operations incfs_file_fops = {
 	.llseek		= generic_file_llseek,
 	.read_iter	= incfs_read_iter,
 	.mmap		= generic_file_readonly_mmap,
-	.splice_read	= filemap_splice_read,
+	.splice_read	= incfs_splice_read,
 };
 
 static int fill_folio(struct inode *inode, struct folio *folio,
