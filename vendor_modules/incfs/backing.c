@@ -102,7 +102,9 @@ int incfs_bf_append_md(struct incfs_mount *mi, union incfs_md_record *rec)
 
 	lockdep_assert_held(&mi->bf_mutex);
 	incfs_md_seal(rec, mi->last_md);
-	err = incfs_bf_append(mi, rec, size, &pos, false);
+	pos = incfs_md_pos(incfs_bf_end(mi));
+	err = pos + size > INCFS_MAX_DATA_OFFSET ? -EFBIG :
+	      incfs_bf_write(mi, rec, size, pos);
 	if (!err)
 		err = incfs_bf_sync(mi, pos, pos + size);
 	if (err)

@@ -83,6 +83,29 @@ static int name_instruction(struct incfs_mount *mi, u32 type,
 	return err;
 }
 
+/*
+ * Reserved fields must be zero, so that a later version can give them a
+ * meaning without old kernels silently ignoring it.  ino_out is output.
+ */
+static bool reserved_zero(const struct incfs_instruction *inst)
+{
+	const struct incfs_new_file_instruction *f = &inst->file;
+	const struct incfs_dir_entry_instruction *de = &inst->dir_entry;
+
+	switch (inst->type) {
+	case INCFS_INSTRUCTION_NEW_FILE:
+		return !f->reserved1 && !f->reserved2 && !f->reserved3 &&
+		       !f->reserved4 && !f->reserved5 && !f->reserved6 &&
+		       !f->reserved7;
+	case INCFS_INSTRUCTION_ADD_DIR_ENTRY:
+	case INCFS_INSTRUCTION_REMOVE_DIR_ENTRY:
+		return !de->reserved1 && !de->reserved2 && !de->reserved3 &&
+		       !de->reserved4 && !de->reserved5;
+	}
+	/* NOOP and unknown types: the whole body is reserved. */
+	return incfs_all_zero(inst->reserved, sizeof(inst->reserved));
+}
+
 static long process_instruction(struct file *file,
 				struct incfs_instruction __user *uinst)
 {
@@ -95,7 +118,7 @@ static long process_instruction(struct file *file,
 		return -EPERM;
 	if (copy_from_user(&inst, uinst, sizeof(inst)))
 		return -EFAULT;
-	if (inst.version != INCFS_HEADER_VER)
+	if (inst.version != INCFS_HEADER_VER || !reserved_zero(&inst))
 		return -EINVAL;
 
 	switch (inst.type) {

@@ -23,7 +23,10 @@ static void bme_get(struct incfs_node *node, u32 index,
 		    struct incfs_blockmap_entry *bme)
 {
 	lockdep_assert_held(&node->mi->pending_lock);
-	*bme = node->blocks[index];
+	if (node->blocks)
+		*bme = node->blocks[index];
+	else
+		memset(bme, 0, sizeof(*bme));
 }
 
 static long sleep_for_block(struct incfs_mount *mi,
@@ -124,9 +127,41 @@ static int bad_block(struct inode *inode, u32 index, loff_t off,
 }
 
 /*
+ * A stored block whose data fails its CRC where its blockmap entry may be
+ * a write torn by a crash (incfs_maybe_torn()): the block was never whole
+ * on disk.  It is absent again, so that a reader waits for it and the
+ * loader can deliver it again; the torn entry is rewritten then.
+ */
+static bool forget_torn(struct inode *inode, u32 index,
+			const struct incfs_blockmap_entry *bme)
+{
+	struct incfs_node *node = incfs_node(inode);
+	struct incfs_mount *mi = node->mi;
+	/* Set before the first block of the file was present; never changed. */
+	loff_t base = READ_ONCE(node->bm_off);
+	struct dentry *alias;
+
+	if (!base || !incfs_maybe_torn(bme, sizeof(*bme),
+				       base + (loff_t)index * sizeof(*bme)))
+		return false;
+	spin_lock(&mi->pending_lock);
+	if (!memcmp(&node->blocks[index], bme, sizeof(*bme)))
+		memset(&node->blocks[index], 0, sizeof(*bme));
+	spin_unlock(&mi->pending_lock);
+	/* Logged even by readahead: the block is forgotten only once. */
+	alias = d_find_any_alias(inode);
+	pr_warn_ratelimited("incfs: %pd (ino %lu) block %u: blockmap entry torn by a crash; the block is absent until delivered again\n",
+			    alias, inode->i_ino, index);
+	dput(alias);
+	return true;
+}
+
+/*
  * Read stored block @index into @dst (a page) and zero the rest of the
  * page.  @scratch is a block-sized buffer for compressed data, or NULL;
  * @random and @quiet are for readahead (see incfs_bf_read(), bad_block()).
+ * Returns 0, a negative errno, or INCFS_BLOCK_FORGOTTEN when the block
+ * turned out absent (forget_torn()).
  */
 int incfs_read_block(struct inode *inode, u32 index,
 		     const struct incfs_blockmap_entry *bme, void *dst,
@@ -150,7 +185,9 @@ int incfs_read_block(struct inode *inode, u32 index,
 	if (n != stored)
 		err = n < 0 ? n : bad_block(inode, index, off, "short read", quiet);
 	else if (crc32_le(0, buf, stored) != le32_to_cpu(bme->me_data_crc))
-		err = bad_block(inode, index, off, "data CRC mismatch", quiet);
+		err = forget_torn(inode, index, bme) ?
+		      INCFS_BLOCK_FORGOTTEN :
+		      bad_block(inode, index, off, "data CRC mismatch", quiet);
 	else if (lz4 && LZ4_decompress_safe(buf, dst, stored, len) != len)
 		err = bad_block(inode, index, off, "bad LZ4 data", quiet);
 	if (buf != dst && buf != scratch)
@@ -224,6 +261,8 @@ static int check_block(struct incfs_mount *mi,
 	if (rec->compression != COMPRESSION_NONE &&
 	    rec->compression != COMPRESSION_LZ4)
 		return -EINVAL;
+	if (rec->reserved1 || rec->reserved2)
+		return -EINVAL;
 	if (!rec->data_len || rec->data_len > INCFS_DATA_FILE_BLOCK_SIZE)
 		return -EINVAL;
 	if (copy_from_user(nb->data, data, rec->data_len))
@@ -257,6 +296,9 @@ int incfs_ensure_blockmap(struct incfs_node *node)
 	lockdep_assert_held(&mi->bf_mutex);
 	if (node->bm_off || !node->block_count)
 		return 0;
+	err = incfs_blockmap_alloc(node);
+	if (err)
+		return err;
 	err = incfs_bf_append_zeros(mi, (size_t)node->block_count *
 				    sizeof(struct incfs_blockmap_entry), &base);
 	if (err)
@@ -274,7 +316,8 @@ static bool block_present(struct new_block *nb)
 	bool present;
 
 	spin_lock(&mi->pending_lock);
-	present = incfs_bme_present(&nb->node->blocks[nb->index]);
+	present = nb->node->blocks &&
+		  incfs_bme_present(&nb->node->blocks[nb->index]);
 	spin_unlock(&mi->pending_lock);
 	return present;
 }

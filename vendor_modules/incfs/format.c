@@ -116,12 +116,82 @@ bool incfs_name_valid(const char *name, size_t len)
 	return true;
 }
 
+/*
+ * Are the @len bytes at @p all zero?  (memchr_inv() would do, but is not
+ * in the KMI.)
+ */
+bool incfs_all_zero(const void *p, size_t len)
+{
+	const u8 *b = p;
+
+	while (len--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+/*
+ * Could the @len bytes at @pos, which hold @p, be an in-place update torn
+ * by a crash (INCFS_SECTOR_SIZE): the bytes on one side of a sector
+ * boundary still zero?  Ask only of a value already found wrong: a whole,
+ * right value may have zeros on one side too.
+ */
+bool incfs_maybe_torn(const void *p, size_t len, loff_t pos)
+{
+	size_t k = INCFS_SECTOR_SIZE - (pos & (INCFS_SECTOR_SIZE - 1));
+
+	if (k >= len)
+		return false;
+	return incfs_all_zero(p, k) || incfs_all_zero((const u8 *)p + k, len - k);
+}
+
+/*
+ * Where a record appended at @end goes: there, unless its next link (the
+ * one field of a record rewritten in place) would cross a sector
+ * boundary, where a crash could tear it; then up to 7 bytes later.  The
+ * gap is never read.
+ */
+loff_t incfs_md_pos(loff_t end)
+{
+	loff_t link = end + offsetof(struct incfs_md_header, h_next_md_offset);
+	loff_t room = INCFS_SECTOR_SIZE - (link & (INCFS_SECTOR_SIZE - 1));
+
+	return room < (loff_t)sizeof(__le64) ? end + room : end;
+}
+
 static int walk_fail(struct incfs_walk *w, loff_t off, int err,
 		     const char *why)
 {
 	w->bad_off = off;
 	w->why = why;
 	return err;
+}
+
+/*
+ * The record the last link leads to is wrong.  If that link may be torn
+ * (images written before incfs_md_pos() can hold links across a sector
+ * boundary), the record it was written for was never linked: the chain
+ * ends before it (@w->torn set).  A record whose header was read (@read)
+ * and names the record before it is that record, damaged: not a tear.
+ */
+static bool link_torn(struct incfs_walk *w, bool read)
+{
+	__le64 link = cpu_to_le64(w->next);
+
+	if (read && le64_to_cpu(w->rec.h.h_prev_md_offset) == (u64)w->prev)
+		return false;
+	if (!incfs_maybe_torn(&link, sizeof(link), w->link_pos))
+		return false;
+	w->torn = true;
+	w->torn_link = true;
+	return true;
+}
+
+/* 0 (the end of the chain) for a torn link, else the error. */
+static int bad_target(struct incfs_walk *w, bool read, loff_t off, int err,
+		      const char *why)
+{
+	return link_torn(w, read) ? 0 : walk_fail(w, off, err, why);
 }
 
 static int walk_read(struct incfs_walk *w, void *buf, size_t len, loff_t pos)
@@ -193,13 +263,26 @@ int incfs_walk_start(struct incfs_walk *w, incfs_read_fn read, void *ctx,
 	return 0;
 }
 
+/* Reserved bytes of a record (flags, a name's tail) must be zero. */
+static bool reserved_zero(const union incfs_md_record *rec)
+{
+	switch (rec->h.h_md_entry_type) {
+	case INCFS_MD_INODE:
+		return !rec->inode.i_flags;
+	case INCFS_MD_DIR_ACTION:
+		return incfs_all_zero(rec->da.da_name + rec->da.da_name_len,
+				      INCFS_MAX_NAME_LEN - rec->da.da_name_len);
+	}
+	return true;
+}
+
 /*
  * Read the next record of the chain into @w->rec.  Returns 1 for a record,
- * 0 at the end of the chain (@w->torn tells whether a cut-off record ended
- * it), or a negative errno: -EINVAL for a malformed record, -EBADMSG for a
- * CRC mismatch, -EILSEQ for a link that no append could have written.
- * With @w->go_on, a CRC or prev-link mismatch gives INCFS_WALK_BAD with
- * the record read and the walk ready for the next one.
+ * 0 at the end of the chain (@w->torn tells whether a cut-off record or a
+ * torn link ended it), or a negative errno: -EINVAL for a malformed record,
+ * -EBADMSG for a CRC mismatch, -EILSEQ for a link that no append could
+ * have written.  With @w->go_on, a CRC or prev-link mismatch gives
+ * INCFS_WALK_BAD with the record read and the walk ready for the next one.
  */
 int incfs_walk_next(struct incfs_walk *w)
 {
@@ -211,7 +294,7 @@ int incfs_walk_next(struct incfs_walk *w)
 	if (off == 0)
 		return 0;
 	if (off < w->prev_end)
-		return walk_fail(w, off, -EILSEQ, "chain points backwards");
+		return bad_target(w, false, off, -EILSEQ, "chain points backwards");
 	if (off > w->size - (loff_t)sizeof(w->rec.h)) {
 		/* Linked, but cut off by a crash: the end of the chain. */
 		w->torn = true;
@@ -222,9 +305,9 @@ int incfs_walk_next(struct incfs_walk *w)
 		return err;
 	size = incfs_md_size(w->rec.h.h_md_entry_type);
 	if (!size)
-		return walk_fail(w, off, -EINVAL, "unknown record type");
+		return bad_target(w, true, off, -EINVAL, "unknown record type");
 	if (le16_to_cpu(w->rec.h.h_record_size) != size)
-		return walk_fail(w, off, -EINVAL, "bad record size");
+		return bad_target(w, true, off, -EINVAL, "bad record size");
 	if (off > w->size - (loff_t)size) {
 		w->torn = true;
 		return 0;
@@ -233,11 +316,18 @@ int incfs_walk_next(struct incfs_walk *w)
 	if (err)
 		return err;
 	if (le32_to_cpu(w->rec.h.h_record_crc) != incfs_md_crc(&w->rec))
-		bad = walk_fail(w, off, -EBADMSG, "bad record CRC");
+		bad = -EBADMSG;
 	else if ((loff_t)le64_to_cpu(w->rec.h.h_prev_md_offset) != w->prev)
-		bad = walk_fail(w, off, -EILSEQ, "prev link does not match");
+		bad = -EILSEQ;
+	if (bad && link_torn(w, true))
+		return 0;
+	if (bad)
+		bad = walk_fail(w, off, bad, bad == -EBADMSG ? "bad record CRC" :
+				"prev link does not match");
 	if (bad && !w->go_on)
 		return bad;
+	if (!bad && !reserved_zero(&w->rec))
+		return walk_fail(w, off, -EINVAL, "reserved bytes not zero");
 
 	w->rec_off = off;
 	w->prev = off;
@@ -273,12 +363,13 @@ int incfs_check_blockmap(struct incfs_walk *w, u64 file_size)
 }
 
 /*
- * Check a blockmap entry of a block whose uncompressed length is
+ * Check the blockmap entry at @pos of a block whose uncompressed length is
  * @block_len.  Returns INCFS_BME_PRESENT, INCFS_BME_ABSENT, INCFS_BME_TORN
- * (data past the end of the image: lost in a crash), or -EINVAL.
+ * (lost in a crash: its data lies past the end of the image, or the entry
+ * is malformed where a torn write would leave it so), or -EINVAL.
  */
-int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t image_size,
-		    u32 block_len, const char **why)
+int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t pos,
+		    loff_t image_size, u32 block_len, const char **why)
 {
 	loff_t off = incfs_bme_offset(e);
 	u16 size = le16_to_cpu(e->me_data_size);
@@ -290,10 +381,16 @@ int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t image_size,
 	    size > INCFS_DATA_FILE_BLOCK_SIZE ||
 	    (flags & ~INCFS_BLOCK_COMPRESSED_LZ4) ||
 	    (!(flags & INCFS_BLOCK_COMPRESSED_LZ4) && size != block_len)) {
+		if (incfs_maybe_torn(e, sizeof(*e), pos)) {
+			*why = "entry torn by a crash";
+			return INCFS_BME_TORN;
+		}
 		*why = "bad blockmap entry";
 		return -EINVAL;
 	}
-	if (off + size > image_size)
+	if (off + size > image_size) {
+		*why = "data past the end of the image";
 		return INCFS_BME_TORN;
+	}
 	return INCFS_BME_PRESENT;
 }

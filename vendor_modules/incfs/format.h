@@ -59,6 +59,11 @@
  * INCFS_MAX_FILES needs, far below where the next number would wrap.
  */
 #define INCFS_MAX_INO		((1ULL << 32) - 1)
+/*
+ * Names (hard links included) per mount: each costs memory for as long as
+ * the mount lasts, so a loader or an image cannot add them without bound.
+ */
+#define INCFS_MAX_NAMES		(128U * 1024)
 
 enum incfs_metadata_type {
 	INCFS_MD_NONE = 0,
@@ -199,6 +204,15 @@ static inline void incfs_check_layout(void)
 			   (u32)-1);
 }
 
+/*
+ * In-place updates (a blockmap entry, a record's next link) turn zero
+ * bytes into a value.  Disks write sectors of at least this many bytes
+ * whole, but a crash can tear a write that crosses a sector boundary: one
+ * side reaches the disk, the other keeps its zeros.  Both fields are
+ * shorter than a sector, so at most one boundary splits them.
+ */
+#define INCFS_SECTOR_SIZE	512
+
 /* Reads len bytes at pos; returns the count read or a negative errno. */
 typedef ssize_t (*incfs_read_fn)(void *ctx, void *buf, size_t len, loff_t pos);
 
@@ -220,6 +234,7 @@ struct incfs_walk {
 	loff_t prev;			/* offset of the last record read */
 	loff_t prev_end;		/* end of the last record (or superblock) */
 	bool torn;			/* the chain ended in a cut-off record */
+	bool torn_link;			/* ... or at a link torn by a crash */
 
 	union incfs_md_record rec;	/* the record just read */
 	loff_t rec_off;
@@ -264,13 +279,16 @@ void incfs_encode_bme(struct incfs_blockmap_entry *e, loff_t off, u16 size,
 		      u16 flags, u32 crc);
 
 bool incfs_name_valid(const char *name, size_t len);
+loff_t incfs_md_pos(loff_t end);
+bool incfs_all_zero(const void *p, size_t len);
+bool incfs_maybe_torn(const void *p, size_t len, loff_t pos);
 
 int incfs_walk_start(struct incfs_walk *w, incfs_read_fn read, void *ctx,
 		     loff_t size);
 int incfs_walk_next(struct incfs_walk *w);
 int incfs_check_blockmap(struct incfs_walk *w, u64 file_size);
-int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t image_size,
-		    u32 block_len, const char **why);
+int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t pos,
+		    loff_t image_size, u32 block_len, const char **why);
 
 /* incfs_walk_start() results besides 0 and -errno. */
 #define INCFS_IMAGE_EMPTY	1	/* empty or a torn fresh superblock */
@@ -279,6 +297,6 @@ int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t image_size,
 /* incfs_check_bme() results besides -errno. */
 #define INCFS_BME_PRESENT	0
 #define INCFS_BME_ABSENT	1
-#define INCFS_BME_TORN		2	/* points past the end of the image */
+#define INCFS_BME_TORN		2	/* lost in a crash: @why says how */
 
 #endif /* _INCFS_FORMAT_H */

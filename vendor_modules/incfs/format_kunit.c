@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests of the incfs on-disk format code (format.c): encoding,
- * checksums, name rules, and the walk of the metadata chain over images
- * built in memory, whole, cut at every byte and corrupted.  A second suite
+ * checksums, name rules (name_rules.c), and the walk of the metadata chain
+ * over images built in memory, whole, cut at every byte and corrupted.  A second suite
  * covers the pure helpers of incfs.h (pending-read serials).
  *
- * format.c is included rather than linked, so that this module has its own
- * copy of the code (see Kbuild).
+ * format.c and name_rules.c are included rather than linked, so that this
+ * module has its own copy of the code (see Kbuild).
  */
 #include <kunit/test.h>
 #include <linux/crc32.h>
@@ -15,6 +15,7 @@
 
 #include "format.c"
 #include "incfs.h"
+#include "name_rules.c"
 
 #define IMG_CAP		(32 * 1024)
 #define IMG_MAX_RECS	16
@@ -584,11 +585,11 @@ static void test_walk_record_fields(struct kunit *test)
 	/* Both blocks, through their entries. */
 	memcpy(&e, im->buf + s.file_base, sizeof(e));
 	KUNIT_EXPECT_EQ(test, incfs_bme_offset(&e), s.data0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, im->size, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, im->size, 4096, &why),
 			INCFS_BME_PRESENT);
 	memcpy(&e, im->buf + s.file_base + BME_SIZE, sizeof(e));
 	KUNIT_EXPECT_EQ(test, incfs_bme_offset(&e), s.data1);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, im->size, 2048, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, im->size, 2048, &why),
 			INCFS_BME_PRESENT);
 	KUNIT_EXPECT_EQ(test, le32_to_cpu(e.me_data_crc),
 			crc32_le(0, im->buf + s.data1, 2048));
@@ -721,10 +722,10 @@ static void test_walk_cut_blocks(struct kunit *test)
 	memcpy(&e0, im->buf + s.file_base, sizeof(e0));
 	memcpy(&e1, im->buf + s.file_base + BME_SIZE, sizeof(e1));
 	for (cut = s.file_base + 2 * BME_SIZE; cut <= im->len; cut++) {
-		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e1, cut, 2048, &why),
+		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e1, 0, cut, 2048, &why),
 				    cut >= s.data1 + 2048 ? INCFS_BME_PRESENT :
 				    INCFS_BME_TORN, "cut at %lld", cut);
-		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e0, cut, 4096, &why),
+		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e0, 0, cut, 4096, &why),
 				    cut >= s.data0 + 4096 ? INCFS_BME_PRESENT :
 				    INCFS_BME_TORN, "cut at %lld", cut);
 	}
@@ -995,6 +996,170 @@ static void test_walk_goes_on_past_bad_records(struct kunit *test)
 	expect_walk_fails(test, im, -EBADMSG, im->recs[R_DIR].off, R_DIR);
 }
 
+/* Reserved bytes (an inode's flags, a name's tail) must be zero. */
+static void test_reserved_bytes(struct kunit *test)
+{
+	struct std_img s;
+	struct img *im;
+	loff_t off;
+
+	img_standard(test, &s);
+	im = s.im;
+	off = im->recs[R_FILE].off;
+	im->buf[off + offsetof(struct incfs_inode, i_flags)] = 1;
+	img_reseal(im, R_FILE, 0);
+	expect_walk_fails(test, im, -EINVAL, off, 0);
+	im->buf[off + offsetof(struct incfs_inode, i_flags)] = 0;
+	img_reseal(im, R_FILE, 0);
+	expect_walk_ok(test, im);
+
+	/* "file" and then a byte after the name. */
+	off = im->recs[R_ADD_FILE].off;
+	im->buf[off + offsetof(struct incfs_dir_action, da_name) + 4] = 'x';
+	img_reseal(im, R_ADD_FILE, im->recs[R_FILE_BM].off);
+	expect_walk_fails(test, im, -EINVAL, off, R_ADD_FILE);
+	im->buf[off + offsetof(struct incfs_dir_action, da_name) + 4] = 0;
+	im->buf[off + sizeof(struct incfs_dir_action) - 1] = 1;
+	img_reseal(im, R_ADD_FILE, im->recs[R_FILE_BM].off);
+	expect_walk_fails(test, im, -EINVAL, off, R_ADD_FILE);
+}
+
+static void test_maybe_torn(struct kunit *test)
+{
+	u8 v[14];
+
+	memset(v, 0x11, sizeof(v));
+	/* No sector boundary inside: never torn. */
+	KUNIT_EXPECT_FALSE(test, incfs_maybe_torn(v, 14, 0));
+	KUNIT_EXPECT_FALSE(test, incfs_maybe_torn(v, 14, 512 - 14));
+	KUNIT_EXPECT_FALSE(test, incfs_maybe_torn(v, 8, 1024 + 100));
+	/* A boundary inside, with bytes on both sides. */
+	KUNIT_EXPECT_FALSE(test, incfs_maybe_torn(v, 14, 512 - 13));
+	KUNIT_EXPECT_FALSE(test, incfs_maybe_torn(v, 14, 4096 - 1));
+	/* Only the bytes before the boundary (3 or more) reached the disk. */
+	memset(v + 3, 0, sizeof(v) - 3);
+	KUNIT_EXPECT_TRUE(test, incfs_maybe_torn(v, 14, 512 - 3));
+	KUNIT_EXPECT_TRUE(test, incfs_maybe_torn(v, 14, 512 - 4));
+	KUNIT_EXPECT_FALSE(test, incfs_maybe_torn(v, 14, 512 - 2));
+	/* Only the bytes after it. */
+	memset(v, 0x11, sizeof(v));
+	memset(v, 0, 5);
+	KUNIT_EXPECT_TRUE(test, incfs_maybe_torn(v, 14, 2048 - 5));
+	KUNIT_EXPECT_FALSE(test, incfs_maybe_torn(v, 14, 2048 - 6));
+}
+
+/* Records are placed so that their next link never crosses a sector. */
+static void test_md_pos(struct kunit *test)
+{
+	loff_t end, pos, link;
+
+	for (end = 0; end < 3 * INCFS_SECTOR_SIZE; end++) {
+		pos = incfs_md_pos(end);
+		link = pos + NEXT_POS;
+		KUNIT_EXPECT_GE(test, pos, end);
+		KUNIT_EXPECT_LT(test, pos - end, 8);
+		KUNIT_EXPECT_EQ_MSG(test, link / INCFS_SECTOR_SIZE,
+				    (link + 7) / INCFS_SECTOR_SIZE, "end %lld", end);
+		if ((end + NEXT_POS) / INCFS_SECTOR_SIZE ==
+		    (end + NEXT_POS + 7) / INCFS_SECTOR_SIZE)
+			KUNIT_EXPECT_EQ(test, pos, end);
+	}
+}
+
+/*
+ * An entry written across a sector boundary of which one side was lost:
+ * at mount it is absent (INCFS_BME_TORN) where it is malformed, never
+ * refused; the same bytes where no boundary splits them are refused.
+ */
+static void test_bme_torn_entry(struct kunit *test)
+{
+	struct incfs_blockmap_entry whole, e;
+	const char *why;
+	int k, side, r, flat;
+
+	incfs_encode_bme(&whole, 0x12345, 4096, 0, 0xdeadbeef);
+	for (k = 1; k < (int)sizeof(whole); k++) {
+		for (side = 0; side < 2; side++) {
+			e = whole;
+			if (side)
+				memset(&e, 0, k);
+			else
+				memset((u8 *)&e + k, 0, sizeof(e) - k);
+			flat = incfs_check_bme(&e, 0, 1 << 20, 4096, &why);
+			why = NULL;
+			r = incfs_check_bme(&e, 512 - k, 1 << 20, 4096, &why);
+			/* Fields still valid: the read's CRC check finds it. */
+			if (flat == INCFS_BME_PRESENT) {
+				KUNIT_EXPECT_EQ(test, r, INCFS_BME_PRESENT);
+				continue;
+			}
+			KUNIT_EXPECT_EQ_MSG(test, flat, -EINVAL, "k %d side %d", k, side);
+			KUNIT_EXPECT_EQ_MSG(test, r, INCFS_BME_TORN, "k %d side %d", k, side);
+			KUNIT_EXPECT_EQ(test, strcmp(why, "entry torn by a crash"), 0);
+		}
+	}
+}
+
+/*
+ * The link to the last record written across a sector boundary, one side
+ * lost: the chain ends before that record (torn, as for a cut tail), while
+ * the same bad link elsewhere is refused.
+ */
+static void test_walk_torn_link(struct kunit *test)
+{
+	/* Record A's next link at 511..518: one byte before the boundary. */
+	const loff_t a_off = 512 - 1 - NEXT_POS;
+	loff_t shift, link, b_off;
+	struct incfs_walk w;
+	struct img *im;
+	int side, nr;
+	u64 torn;
+
+	for (shift = 0; shift < 2; shift++) {
+		for (side = 0; side < 2; side++) {
+			im = img_new(test);
+			img_append(test, im, NULL, a_off + shift - im->len);
+			img_add_inode(test, im, STD_FILE, 0, S_IFREG | 0444);
+			img_add_inode(test, im, STD_DIR, 0, S_IFDIR | 0555);
+			link = im->recs[0].off + NEXT_POS;
+			b_off = im->recs[1].off;
+			/* Both sides of the boundary hold link bytes. */
+			KUNIT_ASSERT_NE(test, b_off & 0xff, 0);
+			KUNIT_ASSERT_NE(test, b_off >> 8, 0);
+			torn = side ? b_off & ~0xffULL : b_off & 0xff;
+			put_le64(im->buf + link, torn);
+			KUNIT_ASSERT_EQ(test, walk_start(&w, im), 0);
+			KUNIT_EXPECT_EQ(test, incfs_walk_next(&w), 1);
+			if (!shift) {
+				KUNIT_EXPECT_EQ_MSG(test, incfs_walk_next(&w), 0,
+						    "side %d", side);
+				KUNIT_EXPECT_TRUE(test, w.torn);
+				KUNIT_EXPECT_TRUE(test, w.torn_link);
+				KUNIT_EXPECT_EQ(test, w.link_pos, link);
+			} else {
+				KUNIT_EXPECT_LT_MSG(test, incfs_walk_next(&w), 0,
+						    "side %d", side);
+				KUNIT_EXPECT_FALSE(test, w.torn);
+			}
+		}
+	}
+	/* The record the link was written for, damaged: refused, not torn. */
+	im = img_new(test);
+	img_append(test, im, NULL, a_off - im->len);
+	img_add_inode(test, im, STD_FILE, 0, S_IFREG | 0444);
+	img_add_inode(test, im, STD_DIR, 0, S_IFDIR | 0555);
+	im->buf[im->recs[1].off + 30] ^= 1;
+	expect_walk_fails(test, im, -EBADMSG, im->recs[1].off, 1);
+	/* Untouched, the chain is whole. */
+	im = img_new(test);
+	img_append(test, im, NULL, a_off - im->len);
+	img_add_inode(test, im, STD_FILE, 0, S_IFREG | 0444);
+	img_add_inode(test, im, STD_DIR, 0, S_IFDIR | 0555);
+	KUNIT_EXPECT_EQ(test, walk_all(&w, im, &nr), 0);
+	KUNIT_EXPECT_EQ(test, nr, 2);
+	KUNIT_EXPECT_FALSE(test, w.torn);
+}
+
 /* An image with an inode of @size bytes and a blockmap record (@base). */
 static struct img *img_blockmap_only(struct kunit *test, u64 size,
 				     loff_t base_delta, u32 count)
@@ -1103,13 +1268,13 @@ static void test_bme_absent(struct kunit *test)
 	struct incfs_blockmap_entry e = {};
 	const char *why = NULL;
 
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why),
 			INCFS_BME_ABSENT);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 32, 100, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 32, 100, &why),
 			INCFS_BME_ABSENT);
 	/* A CRC alone is not an empty entry. */
 	incfs_encode_bme(&e, 0, 0, 0, 1);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why), -EINVAL);
 	KUNIT_EXPECT_NOT_NULL(test, why);
 }
 
@@ -1119,21 +1284,21 @@ static void test_bme_present(struct kunit *test)
 	const char *why = NULL;
 
 	incfs_encode_bme(&e, 32, 4096, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 32 + 4096, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 32 + 4096, 4096, &why),
 			INCFS_BME_PRESENT);
 	incfs_encode_bme(&e, 1000, 100, 0, 0x1234);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1100, 100, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1100, 100, &why),
 			INCFS_BME_PRESENT);
 	/* Compressed: any stored size up to a block. */
 	incfs_encode_bme(&e, 1000, 17, INCFS_BLOCK_COMPRESSED_LZ4, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1017, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1017, 4096, &why),
 			INCFS_BME_PRESENT);
 	incfs_encode_bme(&e, 1000, 4096, INCFS_BLOCK_COMPRESSED_LZ4, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 5096, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 5096, 4096, &why),
 			INCFS_BME_PRESENT);
 	/* 48-bit offsets. */
 	incfs_encode_bme(&e, INCFS_MAX_DATA_OFFSET - 4096, 4096, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, INCFS_MAX_DATA_OFFSET, 4096,
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, INCFS_MAX_DATA_OFFSET, 4096,
 					      &why), INCFS_BME_PRESENT);
 }
 
@@ -1143,22 +1308,22 @@ static void test_bme_torn(struct kunit *test)
 	const char *why = NULL;
 
 	incfs_encode_bme(&e, 1000, 4096, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 5095, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 5095, 4096, &why),
 			INCFS_BME_TORN);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1000, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1000, 4096, &why),
 			INCFS_BME_TORN);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 32, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 32, 4096, &why),
 			INCFS_BME_TORN);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 5096, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 5096, 4096, &why),
 			INCFS_BME_PRESENT);
 	/* High offset bits count. */
 	incfs_encode_bme(&e, (1LL << 32) + 1000, 4096, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why),
 			INCFS_BME_TORN);
 	incfs_encode_bme(&e, INCFS_MAX_DATA_OFFSET, 1, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, INCFS_MAX_DATA_OFFSET, 1,
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, INCFS_MAX_DATA_OFFSET, 1,
 					      &why), INCFS_BME_TORN);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, INCFS_MAX_DATA_OFFSET + 1, 1,
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, INCFS_MAX_DATA_OFFSET + 1, 1,
 					      &why), INCFS_BME_PRESENT);
 }
 
@@ -1169,19 +1334,19 @@ static void test_bme_bad_size(struct kunit *test)
 
 	why = NULL;
 	incfs_encode_bme(&e, 1000, 0, 0, 0x1234);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 0, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 0, &why), -EINVAL);
 	KUNIT_EXPECT_NOT_NULL(test, why);
 	why = NULL;
 	incfs_encode_bme(&e, 1000, 0, INCFS_BLOCK_COMPRESSED_LZ4, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why), -EINVAL);
 	KUNIT_EXPECT_NOT_NULL(test, why);
 	why = NULL;
 	incfs_encode_bme(&e, 1000, 4097, INCFS_BLOCK_COMPRESSED_LZ4, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why), -EINVAL);
 	KUNIT_EXPECT_NOT_NULL(test, why);
 	why = NULL;
 	incfs_encode_bme(&e, 1000, 0xffff, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why), -EINVAL);
 	KUNIT_EXPECT_NOT_NULL(test, why);
 }
 
@@ -1194,17 +1359,17 @@ static void test_bme_bad_flags(struct kunit *test)
 	for (bit = 1; bit < 16; bit++) {
 		why = NULL;
 		incfs_encode_bme(&e, 1000, 4096, 1 << bit, 0);
-		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e, 1 << 20, 4096, &why),
+		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why),
 				    -EINVAL, "flag bit %d", bit);
 		KUNIT_EXPECT_NOT_NULL(test, why);
 		incfs_encode_bme(&e, 1000, 100,
 				 INCFS_BLOCK_COMPRESSED_LZ4 | 1 << bit, 0);
-		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e, 1 << 20, 4096, &why),
+		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why),
 				    -EINVAL, "flag bit %d", bit);
 	}
 	/* Flags alone are not an empty entry. */
 	incfs_encode_bme(&e, 0, 0, INCFS_BLOCK_COMPRESSED_LZ4, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why), -EINVAL);
 }
 
 static void test_bme_offset_in_superblock(struct kunit *test)
@@ -1216,12 +1381,12 @@ static void test_bme_offset_in_superblock(struct kunit *test)
 	for (off = 0; off < 32; off++) {
 		why = NULL;
 		incfs_encode_bme(&e, off, 4096, 0, 0x55);
-		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e, 1 << 20, 4096, &why),
+		KUNIT_EXPECT_EQ_MSG(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why),
 				    -EINVAL, "offset %lld", off);
 		KUNIT_EXPECT_NOT_NULL(test, why);
 	}
 	incfs_encode_bme(&e, 32, 4096, 0, 0x55);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why),
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why),
 			INCFS_BME_PRESENT);
 }
 
@@ -1232,20 +1397,87 @@ static void test_bme_size_not_block_len(struct kunit *test)
 
 	why = NULL;
 	incfs_encode_bme(&e, 1000, 4096, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 2048, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 2048, &why), -EINVAL);
 	KUNIT_EXPECT_NOT_NULL(test, why);
 	why = NULL;
 	incfs_encode_bme(&e, 1000, 2048, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 4096, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 4096, &why), -EINVAL);
 	KUNIT_EXPECT_NOT_NULL(test, why);
 	/* A block past the end of the file has no length at all. */
 	incfs_encode_bme(&e, 1000, 1, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20, 0, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20, 0, &why), -EINVAL);
 	/* The tail block of a 6144-byte file. */
 	incfs_encode_bme(&e, 1000, 2048, 0, 0);
-	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 1 << 20,
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 0, 1 << 20,
 					      incfs_block_len(6144, 1), &why),
 			INCFS_BME_PRESENT);
+}
+
+/*
+ * A namespace for the name rules: the root (2) holding directory 3 as
+ * "d", which holds something, and file 4; @names is what it claims to hold.
+ */
+struct fake_ns {
+	unsigned long names;
+};
+
+static umode_t fake_mode(void *ns, u64 ino)
+{
+	return ino == 2 || ino == 3 ? S_IFDIR | 0555 : ino == 4 ? S_IFREG | 0444 : 0;
+}
+
+static u64 fake_lookup(void *ns, u64 dir, const char *name, size_t len)
+{
+	return dir == 2 && len == 1 && name[0] == 'd' ? 3 : 0;
+}
+
+static u64 fake_parent(void *ns, u64 ino)
+{
+	return ino == 3 ? 2 : 0;
+}
+
+static bool fake_has_entries(void *ns, u64 dir)
+{
+	return dir == 2 || dir == 3;
+}
+
+static unsigned long fake_names(void *ns)
+{
+	return ((struct fake_ns *)ns)->names;
+}
+
+static const struct incfs_ns_ops fake_ops = {
+	.mode = fake_mode,
+	.lookup = fake_lookup,
+	.parent = fake_parent,
+	.has_entries = fake_has_entries,
+	.names = fake_names,
+};
+
+/* A namespace holding INCFS_MAX_NAMES names takes no other: -ENOSPC. */
+static void test_names_per_mount(struct kunit *test)
+{
+	struct fake_ns ns = { .names = INCFS_MAX_NAMES - 1 };
+	const u8 add = INCFS_DIRA_ADD_ENTRY, rm = INCFS_DIRA_REMOVE_ENTRY;
+
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, add, 2, 4, "f", 1), 0);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, add, 3, 4, "f", 1), 0);
+	ns.names = INCFS_MAX_NAMES;
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, add, 2, 4, "f", 1),
+			-ENOSPC);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, add, 3, 4, "f", 1),
+			-ENOSPC);
+	/* Other errors come first; removing a name is always possible. */
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, add, 2, 4, "d", 1),
+			-EEXIST);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, add, 2, 9, "f", 1),
+			-ENOENT);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, add, 3, 3, "e", 1),
+			-EMLINK);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, rm, 2, 3, "d", 1),
+			-ENOTEMPTY);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, rm, 3, 4, "f", 1),
+			-ENOENT);
 }
 
 static struct kunit_case incfs_format_cases[] = {
@@ -1277,12 +1509,18 @@ static struct kunit_case incfs_format_cases[] = {
 	KUNIT_CASE(test_chain_to_itself),
 	KUNIT_CASE(test_prev_link_mismatch),
 	KUNIT_CASE(test_walk_goes_on_past_bad_records),
+	KUNIT_CASE(test_reserved_bytes),
+	KUNIT_CASE(test_maybe_torn),
+	KUNIT_CASE(test_md_pos),
+	KUNIT_CASE(test_walk_torn_link),
+	KUNIT_CASE(test_names_per_mount),
 	KUNIT_CASE(test_blockmap_count_mismatch),
 	KUNIT_CASE(test_blockmap_overlaps_previous),
 	KUNIT_CASE(test_blockmap_past_own_record),
 	KUNIT_CASE(test_bme_absent),
 	KUNIT_CASE(test_bme_present),
 	KUNIT_CASE(test_bme_torn),
+	KUNIT_CASE(test_bme_torn_entry),
 	KUNIT_CASE(test_bme_bad_size),
 	KUNIT_CASE(test_bme_bad_flags),
 	KUNIT_CASE(test_bme_offset_in_superblock),

@@ -17,7 +17,8 @@
  *	bf_mutex	the backing file's end and metadata chain; every change
  *			of the namespace (so a check made under tree_mutex
  *			holds until the change is applied).
- *	tree_mutex	nodes, names, link counts, node_count, next_ino.
+ *	tree_mutex	nodes, names, link counts, node_count, name_count,
+ *			next_ino.
  *	pending_lock	(spinlock) every file's in-memory blockmap, the
  *			pending-read list and serials, shutdown.
  *
@@ -40,6 +41,8 @@
 
 #define INCFS_VERSION		1
 #define INCFS_DEFAULT_TIMEOUT_MS 1000
+/* In-memory blockmaps per mount, at most (max_blockmap_mb): 73 GiB of files. */
+#define INCFS_DEFAULT_MAX_BLOCKMAP_MB 256
 /* Blocks read by one read in readahead, at most. */
 #define INCFS_READ_RUN		32
 /* Delivered blocks whose blockmap entries wait for a flush, at most. */
@@ -62,7 +65,11 @@ struct incfs_node {
 	struct list_head entries;
 	u64 next_cookie;
 
-	/* Files.  pending_lock: blocks[]; bf_mutex: bm_off (0: none yet) */
+	/*
+	 * Files.  pending_lock: blocks[], NULL (every block absent) until
+	 * the file's on-disk blockmap exists (incfs_blockmap_alloc()), then
+	 * never changed; bf_mutex: bm_off (0: none yet).
+	 */
 	struct incfs_blockmap_entry *blocks;
 	u32 block_count;
 	loff_t bm_off;
@@ -122,6 +129,9 @@ struct incfs_mount {
 	struct incfs_dirty *dirty;
 	unsigned int ndirty;
 	struct delayed_work flush_work;
+	/* bf_mutex: bytes of in-memory blockmaps; at most bm_limit. */
+	size_t bm_bytes;
+	size_t bm_limit;
 
 	struct mutex tree_mutex;	/* see the top of this file */
 	/*
@@ -131,6 +141,7 @@ struct incfs_mount {
 	struct xarray nodes;
 	struct incfs_node *root;
 	unsigned int node_count;	/* with the root */
+	unsigned int name_count;	/* at most INCFS_MAX_NAMES */
 	u64 next_ino;
 	/* Bumped on every name change; d_revalidate reads it locklessly. */
 	unsigned long generation;
@@ -178,6 +189,7 @@ int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
 		       bool persist);
 void incfs_tree_free(struct incfs_mount *mi);
 int incfs_new_file(struct incfs_mount *mi, u16 mode, u64 size, u64 *ino);
+int incfs_blockmap_alloc(struct incfs_node *node);
 
 /* data.c */
 enum incfs_wait {
@@ -188,6 +200,8 @@ enum incfs_wait {
 
 int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
 		     struct incfs_blockmap_entry *bme);
+/* incfs_read_block(): a torn entry found; the block is absent now. */
+#define INCFS_BLOCK_FORGOTTEN	1
 int incfs_read_block(struct inode *inode, u32 index,
 		     const struct incfs_blockmap_entry *bme, void *dst,
 		     void *scratch, bool random, bool quiet);

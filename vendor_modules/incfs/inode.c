@@ -381,13 +381,17 @@ static int fill_folio(struct inode *inode, struct folio *folio,
 	void *addr;
 	int err;
 
-	err = incfs_wait_block(incfs_node(inode), folio->index, how, &bme);
-	if (err)
-		return err;
-	addr = kmap_local_folio(folio, 0);
-	err = incfs_read_block(inode, folio->index, &bme, addr, scratch,
-			       random, how == INCFS_NOWAIT);
-	kunmap_local(addr);
+	do {
+		err = incfs_wait_block(incfs_node(inode), folio->index, how,
+				       &bme);
+		if (err)
+			return err;
+		addr = kmap_local_folio(folio, 0);
+		err = incfs_read_block(inode, folio->index, &bme, addr, scratch,
+				       random, how == INCFS_NOWAIT);
+		kunmap_local(addr);
+		/* A torn entry: the block is absent now; wait for it. */
+	} while (err == INCFS_BLOCK_FORGOTTEN);
 	if (!err)
 		folio_mark_uptodate(folio);
 	return err;

@@ -32,6 +32,11 @@ static bool makes_loop(const struct incfs_ns_ops *ops, void *ns, u64 dir,
 	return p != 0;
 }
 
+static int names_left(const struct incfs_ns_ops *ops, void *ns)
+{
+	return ops->names(ns) >= INCFS_MAX_NAMES ? -ENOSPC : 0;
+}
+
 static int check_add(const struct incfs_ns_ops *ops, void *ns, u64 dir,
 		     u64 child, const char *name, size_t len)
 {
@@ -42,12 +47,12 @@ static int check_add(const struct incfs_ns_ops *ops, void *ns, u64 dir,
 	if (is_cmd_name(dir, name, len) || ops->lookup(ns, dir, name, len))
 		return -EEXIST;
 	if (!S_ISDIR(mode))
-		return 0;
+		return names_left(ops, ns);
 	if (child == INCFS_ROOT_INODE || ops->parent(ns, child))
 		return -EMLINK;
 	if (makes_loop(ops, ns, dir, child))
 		return -ELOOP;
-	return 0;
+	return names_left(ops, ns);
 }
 
 static int check_remove(const struct incfs_ns_ops *ops, void *ns, u64 dir,

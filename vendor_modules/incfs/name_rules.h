@@ -26,6 +26,8 @@ struct incfs_ns_ops {
 	u64 (*parent)(void *ns, u64 dir);
 	/* Whether directory @dir has entries. */
 	bool (*has_entries)(void *ns, u64 dir);
+	/* How many names the namespace holds. */
+	unsigned long (*names)(void *ns);
 };
 
 int incfs_new_node_check(umode_t mode, u64 size, unsigned long nodes);

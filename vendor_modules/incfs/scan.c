@@ -2,14 +2,23 @@
 /*
  * Mount-time scan: replay the metadata chain of a backing file into memory.
  *
- * A record cut off by a crash ends the chain, and blockmap entries whose
- * data was cut off are cleared, both on disk too, so that later appends
- * cannot make stale links point at new bytes.  Anything else wrong fails
- * the mount with one log line naming the offset.
+ * A record cut off by a crash, or one whose link a crash tore across a
+ * sector boundary, ends the chain; blockmap entries whose data was cut off
+ * or which were torn themselves are cleared.  Both are fixed on disk too,
+ * so that later appends cannot make stale links point at new bytes.
+ * Anything else wrong fails the mount with one log line naming the offset.
  */
 #include <linux/fs.h>
 
 #include "incfs.h"
+
+/* Blockmap entries a crash left unusable, cleared by this scan. */
+struct scan_torn {
+	unsigned int count;
+	u64 ino;			/* the first one's */
+	u32 index;
+	const char *why;
+};
 
 static ssize_t scan_read(void *ctx, void *buf, size_t len, loff_t pos)
 {
@@ -50,16 +59,27 @@ static int apply_inode(struct incfs_mount *mi, struct incfs_walk *w)
 	return err;
 }
 
-/* Clear an entry whose data a crash cut off, so it reads as absent. */
-static int clear_torn_entry(struct incfs_mount *mi, struct incfs_node *node,
-			    u32 index, loff_t pos)
+/*
+ * Clear an entry a crash left unusable (its data cut off, or the entry
+ * itself torn), so the block reads as absent and can be delivered again.
+ * The first is remembered for the mount's one log line (incfs_scan()).
+ */
+static int clear_torn_entry(struct incfs_mount *mi, struct scan_torn *torn,
+			    struct incfs_node *node, u32 index, loff_t pos,
+			    const char *why)
 {
+	if (!torn->count++) {
+		torn->ino = node->ino;
+		torn->index = index;
+		torn->why = why;
+	}
 	memset(&node->blocks[index], 0, sizeof(node->blocks[index]));
 	return incfs_bf_write(mi, &node->blocks[index],
 			      sizeof(node->blocks[index]), pos);
 }
 
-static int apply_blockmap(struct incfs_mount *mi, struct incfs_walk *w)
+static int apply_blockmap(struct incfs_mount *mi, struct incfs_walk *w,
+			  struct scan_torn *torn)
 {
 	const struct incfs_blockmap *r = &w->rec.bm;
 	const size_t esize = sizeof(struct incfs_blockmap_entry);
@@ -76,6 +96,12 @@ static int apply_blockmap(struct incfs_mount *mi, struct incfs_walk *w)
 	err = incfs_check_blockmap(w, node->size);
 	if (err)
 		return err;
+	err = incfs_blockmap_alloc(node);
+	if (err == -ENOSPC)
+		return reject(w, w->rec_off, err,
+			      "blockmaps beyond the mount's max_blockmap_mb");
+	if (err)
+		return err;
 	n = incfs_bf_read(mi, node->blocks, node->block_count * esize, base,
 			  false);
 	if (n != node->block_count * esize)
@@ -84,12 +110,12 @@ static int apply_blockmap(struct incfs_mount *mi, struct incfs_walk *w)
 	for (i = 0; i < node->block_count; i++) {
 		loff_t pos = base + (loff_t)i * esize;
 
-		err = incfs_check_bme(&node->blocks[i], w->size,
+		err = incfs_check_bme(&node->blocks[i], pos, w->size,
 				      incfs_block_len(node->size, i), &why);
 		if (err < 0)
 			return reject(w, pos, err, why);
 		if (err == INCFS_BME_TORN) {
-			err = clear_torn_entry(mi, node, i, pos);
+			err = clear_torn_entry(mi, torn, node, i, pos, why);
 			if (err)
 				return err;
 		}
@@ -117,13 +143,14 @@ static int apply_dir_action(struct incfs_mount *mi, struct incfs_walk *w)
 	return 0;
 }
 
-static int apply_record(struct incfs_mount *mi, struct incfs_walk *w)
+static int apply_record(struct incfs_mount *mi, struct incfs_walk *w,
+			struct scan_torn *torn)
 {
 	switch (w->rec.h.h_md_entry_type) {
 	case INCFS_MD_INODE:
 		return apply_inode(mi, w);
 	case INCFS_MD_BLOCK_MAP:
-		return apply_blockmap(mi, w);
+		return apply_blockmap(mi, w, torn);
 	case INCFS_MD_DIR_ACTION:
 		return apply_dir_action(mi, w);
 	}
@@ -136,8 +163,8 @@ static int cut_torn_tail(struct incfs_mount *mi, struct incfs_walk *w)
 	__le64 zero = 0;
 	int err;
 
-	pr_info("incfs: %pD: chain cut off after offset %lld; ignoring the tail\n",
-		mi->bf, w->prev);
+	pr_info("incfs: %pD: chain cut off after offset %lld%s; ignoring the tail\n",
+		mi->bf, w->prev, w->torn_link ? " (its link torn)" : "");
 	err = incfs_bf_write(mi, &zero, sizeof(zero), w->link_pos);
 	if (!err)
 		err = incfs_bf_sync(mi, 0, incfs_bf_end(mi));
@@ -146,6 +173,7 @@ static int cut_torn_tail(struct incfs_mount *mi, struct incfs_walk *w)
 
 int incfs_scan(struct incfs_mount *mi)
 {
+	struct scan_torn torn = {};
 	struct incfs_walk w;
 	int err;
 
@@ -156,9 +184,12 @@ int incfs_scan(struct incfs_mount *mi)
 		goto out;
 	}
 	while (!err && (err = incfs_walk_next(&w)) > 0)
-		err = apply_record(mi, &w);
+		err = apply_record(mi, &w, &torn);
 	if (!err && w.torn)
 		err = cut_torn_tail(mi, &w);
+	if (torn.count)
+		pr_info("incfs: %pD: %u blockmap entries lost in a crash cleared, the first ino %llu block %u: %s\n",
+			mi->bf, torn.count, torn.ino, torn.index, torn.why);
 	if (!err)
 		mi->last_md = w.prev;
 out:

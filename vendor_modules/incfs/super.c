@@ -19,13 +19,15 @@ static LIST_HEAD(busy_list);	/* of incfs_mount.busy_link; busy_mutex */
 struct incfs_fs_context {
 	struct file *bf;
 	unsigned int timeout_ms;
+	unsigned int max_blockmap_mb;
 };
 
-enum { OPT_BACKING_FD, OPT_READ_TIMEOUT_MS };
+enum { OPT_BACKING_FD, OPT_READ_TIMEOUT_MS, OPT_MAX_BLOCKMAP_MB };
 
 static const struct fs_parameter_spec incfs_param_specs[] = {
 	fsparam_fd("backing_fd", OPT_BACKING_FD),
 	fsparam_u32("read_timeout_ms", OPT_READ_TIMEOUT_MS),
+	fsparam_u32("max_blockmap_mb", OPT_MAX_BLOCKMAP_MB),
 	/* The spelling of the 2019 documentation. */
 	fsparam_u32("read_timeout_msc", OPT_READ_TIMEOUT_MS),
 	{}
@@ -91,6 +93,9 @@ static int incfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	case OPT_READ_TIMEOUT_MS:
 		ctx->timeout_ms = result.uint_32;
 		return 0;
+	case OPT_MAX_BLOCKMAP_MB:
+		ctx->max_blockmap_mb = result.uint_32;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -105,6 +110,7 @@ static struct incfs_mount *mount_alloc(struct super_block *sb,
 	mi->sb = sb;
 	mi->cred = get_current_cred();
 	mi->timeout_ms = ctx->timeout_ms;
+	mi->bm_limit = (size_t)ctx->max_blockmap_mb << 20;
 	INIT_LIST_HEAD(&mi->busy_link);
 	mutex_init(&mi->bf_mutex);
 	mutex_init(&mi->tree_mutex);
@@ -273,6 +279,7 @@ static int incfs_init_fs_context(struct fs_context *fc)
 	if (!ctx)
 		return -ENOMEM;
 	ctx->timeout_ms = INCFS_DEFAULT_TIMEOUT_MS;
+	ctx->max_blockmap_mb = INCFS_DEFAULT_MAX_BLOCKMAP_MB;
 	fc->fs_private = ctx;
 	fc->ops = &incfs_context_ops;
 	return 0;

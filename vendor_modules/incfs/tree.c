@@ -29,15 +29,45 @@ struct incfs_node *incfs_node_alloc(struct incfs_mount *mi, u64 ino,
 	}
 	node->size = size;
 	node->block_count = incfs_blocks_for_size(size);
-	if (node->block_count) {
-		node->blocks = kvcalloc(node->block_count,
-					sizeof(*node->blocks), GFP_KERNEL);
-		if (!node->blocks) {
-			kfree(node);
-			return NULL;
-		}
-	}
 	return node;
+}
+
+static size_t blockmap_bytes(u32 block_count)
+{
+	return (size_t)block_count * sizeof(struct incfs_blockmap_entry);
+}
+
+/* Would a blockmap of @bytes more stay within the mount's limit? */
+static bool blockmap_fits(struct incfs_mount *mi, size_t bytes)
+{
+	lockdep_assert_held(&mi->bf_mutex);
+	return bytes <= mi->bm_limit - mi->bm_bytes;
+}
+
+/*
+ * The in-memory blockmap of a file, made when its on-disk one is replayed
+ * or appended (bf_mutex held): memory follows the blockmaps an image holds,
+ * not the sizes its inode records claim.  Charged to the caller's memory
+ * cgroup, and bounded per mount (max_blockmap_mb): -ENOSPC beyond.
+ */
+int incfs_blockmap_alloc(struct incfs_node *node)
+{
+	struct incfs_mount *mi = node->mi;
+	size_t bytes = blockmap_bytes(node->block_count);
+	struct incfs_blockmap_entry *blocks;
+
+	if (node->blocks || !bytes)
+		return 0;
+	if (!blockmap_fits(mi, bytes))
+		return -ENOSPC;
+	blocks = kvzalloc(bytes, GFP_KERNEL_ACCOUNT);
+	if (!blocks)
+		return -ENOMEM;
+	spin_lock(&mi->pending_lock);
+	node->blocks = blocks;
+	spin_unlock(&mi->pending_lock);
+	mi->bm_bytes += bytes;
+	return 0;
 }
 
 void incfs_node_free(struct incfs_node *node)
@@ -182,16 +212,23 @@ static bool ns_has_entries(void *ns, u64 dir)
 	return node && !list_empty(&node->entries);
 }
 
+static unsigned long ns_names(void *ns)
+{
+	return ((struct incfs_mount *)ns)->name_count;
+}
+
 static const struct incfs_ns_ops tree_ns_ops = {
 	.mode = ns_mode,
 	.lookup = ns_lookup,
 	.parent = ns_parent,
 	.has_entries = ns_has_entries,
+	.names = ns_names,
 };
 
 static void apply_add(struct incfs_node *dir, struct incfs_node *child,
 		      struct incfs_dirent *de, const char *name, size_t len)
 {
+	dir->mi->name_count++;
 	de->parent = dir;
 	de->child = child;
 	de->cookie = dir->next_cookie++;
@@ -207,6 +244,7 @@ static void apply_add(struct incfs_node *dir, struct incfs_node *child,
 
 static void apply_remove(struct incfs_dirent *de)
 {
+	de->parent->mi->name_count--;
 	list_del(&de->sibling);
 	list_del(&de->child_link);
 	if (S_ISDIR(de->child->mode))
@@ -299,6 +337,9 @@ int incfs_new_file(struct incfs_mount *mi, u16 mode, u64 size, u64 *ino)
 		return err;
 	if (S_ISDIR(mode))
 		size = 0;
+	/* Its blockmap follows at once (cmd.c): refuse it now if it cannot. */
+	if (!blockmap_fits(mi, blockmap_bytes(incfs_blocks_for_size(size))))
+		return -ENOSPC;
 	err = reserve_ino(mi, &new_ino);
 	if (err)
 		return err;

@@ -416,6 +416,22 @@ TEST_F(data, unknown_compression_einval)
 	check_still_absent(_metadata, &self->m, &t);
 }
 
+/* Reserved fields of a record must be zero: EINVAL, nothing stored. */
+TEST_F(data, reserved_fields_einval)
+{
+	struct incfs_new_data_block rec;
+	struct target t;
+
+	ASSERT_EQ(0, make_target(&self->m, &t, 0)) TH_LOG("%s", incfs_err);
+	rec = t.b.rec[0];
+	rec.reserved1 = 1;
+	EXPECT_EQ(-EINVAL, write_one(self->m.cmd, &rec));
+	rec.reserved1 = 0;
+	rec.reserved2 = 1ULL << 63;
+	EXPECT_EQ(-EINVAL, write_one(self->m.cmd, &rec));
+	check_still_absent(_metadata, &self->m, &t);
+}
+
 TEST_F(data, unknown_ino_enoent)
 {
 	struct incfs_new_data_block rec;

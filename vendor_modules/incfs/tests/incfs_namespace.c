@@ -587,6 +587,61 @@ TEST_F(ns, dirs_bad_header_einval)
 	EXPECT_EQ(-EFAULT, ioctl(cmd, INCFS_IOC_PROCESS_INSTRUCTION, (void *)8) ? -errno : 0);
 }
 
+/*
+ * Reserved fields of an instruction must be zero (the whole body of a
+ * NOOP): EINVAL, and nothing is stored.
+ */
+TEST_F(ns, dirs_reserved_fields_einval)
+{
+	static const char name[] = "x";
+	struct incfs_instruction inst;
+	struct stat st;
+	__u64 ino;
+	int cmd = self->m.cmd;
+
+	ASSERT_EQ(0, incfs_new_file(cmd, S_IFREG | 0555, 10, &ino)) TH_LOG("%s", incfs_err);
+	/* NEW_FILE: every reserved byte, one at a time. */
+	for (size_t off = offsetof(struct incfs_new_file_instruction, reserved1);
+	     off < sizeof(inst.file); off++) {
+		memset(&inst, 0, sizeof(inst));
+		inst.version = INCFS_HEADER_VER;
+		inst.type = INCFS_INSTRUCTION_NEW_FILE;
+		inst.file.mode = S_IFREG | 0555;
+		((unsigned char *)&inst.file)[off] = 0x80;
+		EXPECT_EQ(-EINVAL, incfs_instr(cmd, &inst)) TH_LOG("byte %zu", off);
+	}
+	/* ADD and REMOVE: reserved1, and reserved2..5 after the name. */
+	for (int type = INCFS_INSTRUCTION_ADD_DIR_ENTRY;
+	     type <= INCFS_INSTRUCTION_REMOVE_DIR_ENTRY; type++) {
+		for (int field = 0; field < 5; field++) {
+			memset(&inst, 0, sizeof(inst));
+			inst.version = INCFS_HEADER_VER;
+			inst.type = type;
+			inst.dir_entry.dir_ino = INCFS_ROOT_INODE;
+			inst.dir_entry.child_ino = ino;
+			inst.dir_entry.name_len = 1;
+			inst.dir_entry.name = (__u64)(uintptr_t)name;
+			if (field == 0)
+				inst.dir_entry.reserved1 = 1;
+			else
+				(&inst.dir_entry.reserved2)[field - 1] = 1;
+			EXPECT_EQ(-EINVAL, incfs_instr(cmd, &inst))
+				TH_LOG("type %d reserved%d", type, field + 1);
+		}
+	}
+	/* NOOP: its body is reserved. */
+	memset(&inst, 0, sizeof(inst));
+	inst.version = INCFS_HEADER_VER;
+	EXPECT_EQ(0, incfs_instr(cmd, &inst));
+	inst.reserved[63] = 1;
+	EXPECT_EQ(-EINVAL, incfs_instr(cmd, &inst));
+	/* Nothing was stored. */
+	EXPECT_EQ(-1, stat(incfs_path(&self->m, "x"), &st));
+	ASSERT_EQ(0, incfs_remount(&self->m, TIMEOUT_MS)) TH_LOG("%s", incfs_err);
+	EXPECT_EQ(-1, stat(incfs_path(&self->m, "x"), &st));
+	EXPECT_EQ(0, incfs_add_entry(self->m.cmd, INCFS_ROOT_INODE, ino, "x"));
+}
+
 TEST_F(ns, dirs_new_file_bad_mode_einval)
 {
 	const __u16 modes[] = { 0555, S_IFLNK | 0555, S_IFCHR | 0555, S_IFBLK | 0555,

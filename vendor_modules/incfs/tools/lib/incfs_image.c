@@ -252,11 +252,17 @@ static bool ns_has_entries(void *ns, u64 dir)
 	return false;
 }
 
+static unsigned long ns_names(void *ns)
+{
+	return ((struct incfs_img *)ns)->nnames;
+}
+
 static const struct incfs_ns_ops img_ns_ops = {
 	.mode = ns_mode,
 	.lookup = ns_lookup,
 	.parent = ns_parent,
 	.has_entries = ns_has_entries,
+	.names = ns_names,
 };
 
 static int name_check(struct incfs_img *img, uint8_t type, uint64_t dir,
@@ -390,9 +396,14 @@ static int walk_next(struct scan *s)
 	if (ret == 0 && w->torn) {
 		s->img->torn = true;
 		s->img->torn_link_pos = w->link_pos;
-		problem(s->img, w->next, true,
-			"record cut off by the end of the image (torn tail; link at %lld)",
-			(long long)w->link_pos);
+		if (w->torn_link)
+			problem(s->img, w->next, true,
+				"link torn by a crash: %s (link at %lld)",
+				"the record it leads to is not whole", (long long)w->link_pos);
+		else
+			problem(s->img, w->next, true,
+				"record cut off by the end of the image (torn tail; link at %lld)",
+				(long long)w->link_pos);
 	}
 	if (ret == 0)
 		return W_END;
@@ -471,7 +482,7 @@ static int read_entries(struct scan *s, struct incfs_img_file *f,
 			struct incfs_img_entry *e = &f->blocks[i + j];
 			uint64_t pos = base + (uint64_t)(i + j) * ESIZE;
 
-			r = incfs_check_bme(&chunk[j], s->w.size,
+			r = incfs_check_bme(&chunk[j], pos, s->w.size,
 					    incfs_block_len(f->size, i + j), &why);
 			if (r == INCFS_BME_ABSENT)
 				continue;
@@ -483,11 +494,15 @@ static int read_entries(struct scan *s, struct incfs_img_file *f,
 				       (unsigned long long)f->ino, i + j);
 				*bad = true;
 			} else {
-				problem(s->img, pos, true,
-					"ino %llu block %u: data at %llu+%u past the end of the image (torn)",
-					(unsigned long long)f->ino, i + j,
-					(unsigned long long)e->data_offset,
-					e->stored_size);
+				if (e->data_offset + e->stored_size > (uint64_t)s->w.size)
+					problem(s->img, pos, true,
+						"ino %llu block %u: data at %llu+%u past the end of the image (torn)",
+						(unsigned long long)f->ino, i + j,
+						(unsigned long long)e->data_offset,
+						e->stored_size);
+				else
+					problem(s->img, pos, true, "ino %llu block %u: %s",
+						(unsigned long long)f->ino, i + j, why);
 				if (torn_push(s->img, pos))
 					return -ENOMEM;
 			}
@@ -765,6 +780,29 @@ static const char *check_block(struct incfs_img *img,
 	return NULL;
 }
 
+/*
+ * A block whose data fails its CRC where its entry may be a write torn by a
+ * crash: the kernel reads it as absent (data.c), and a repair clears it.
+ */
+static bool torn_entry(struct incfs_img *img, const struct incfs_img_file *f,
+		       uint32_t b, const char *why)
+{
+	const struct incfs_img_entry *e = &f->blocks[b];
+	uint64_t pos = f->blockmap_offset + (uint64_t)b * ESIZE;
+	struct incfs_blockmap_entry bme;
+
+	if (strcmp(why, "data CRC mismatch"))
+		return false;
+	incfs_encode_bme(&bme, e->data_offset, e->stored_size, e->flags, e->crc);
+	if (!incfs_maybe_torn(&bme, sizeof(bme), pos))
+		return false;
+	problem(img, pos, true, "ino %llu block %u: entry torn by a crash (%s)",
+		(unsigned long long)f->ino, b, why);
+	if (torn_push(img, pos))
+		img->oom = true;
+	return true;
+}
+
 int incfs_img_check_blocks(struct incfs_img *img)
 {
 	const char *why;
@@ -783,6 +821,8 @@ int incfs_img_check_blocks(struct incfs_img *img)
 			if (!why)
 				continue;
 			found++;
+			if (torn_entry(img, f, b, why))
+				continue;
 			problem(img, e->data_offset, false,
 				"ino %llu block %u: %s (%u bytes stored%s)",
 				(unsigned long long)f->ino, b, why,
@@ -843,7 +883,7 @@ static int w_fail(struct incfs_img_writer *w, int err)
 static int append_md(struct incfs_img_writer *w, union incfs_md_record *rec)
 {
 	size_t size = le16_to_cpu(rec->h.h_record_size);
-	uint64_t pos = w->end, link_pos, link;
+	uint64_t pos = incfs_md_pos(w->end), link_pos, link;
 	int err;
 
 	if (pos + size > INCFS_MAX_DATA_OFFSET)
