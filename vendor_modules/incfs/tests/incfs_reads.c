@@ -143,24 +143,70 @@ TEST_F(rd, short_read_up_to_absent_block)
 
 /* ===== signals ===== */
 
-TEST_F(rd, signal_interrupts_wait_eintr)
+/* How a reader reads: each waits for an absent block interruptibly. */
+enum reader { BY_PREAD, BY_SPLICE, BY_SENDFILE };
+
+static const char *const reader_name[] = { "pread", "splice", "sendfile" };
+
+/* Read @len bytes at @pos of @fd by @how (into a pipe for splice/sendfile). */
+static ssize_t read_by(enum reader how, int fd, off_t pos, size_t len, void *buf, int pipe_in)
+{
+	loff_t lpos = pos;
+
+	switch (how) {
+	case BY_PREAD:
+		return pread(fd, buf, len, pos);
+	case BY_SPLICE:
+		return splice(fd, &lpos, pipe_in, NULL, len, 0);
+	case BY_SENDFILE:
+		return sendfile(pipe_in, fd, &pos, len);
+	}
+	return -1;
+}
+
+/* Blocks 0 and 1 of @f, present, through a pipe by @how. */
+static void check_pipe_read(struct __test_metadata *_metadata, struct incfs_mnt *m,
+			    const struct incfs_file *f, enum reader how)
+{
+	unsigned char got[2 * INCFS_BS], want[2 * INCFS_BS];
+	int fd = open(incfs_path(m, "f"), O_RDONLY), p[2];
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(p));
+	EXPECT_EQ((ssize_t)sizeof(got), read_by(how, fd, 0, sizeof(got), NULL, p[1]))
+		TH_LOG("%s: %s", reader_name[how], strerror(errno));
+	EXPECT_EQ((ssize_t)sizeof(got), read(p[0], got, sizeof(got)));
+	incfs_fill(f, 0, sizeof(want), want);
+	EXPECT_EQ(0, memcmp(got, want, sizeof(got)));
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
+/*
+ * A read of absent block 1 by @how ends with EINTR on a signal (without
+ * SA_RESTART); for splice and sendfile the bytes then go through the pipe
+ * once delivered.
+ */
+static void check_wait_ends_on_signal(struct __test_metadata *_metadata,
+				      FIXTURE_DATA(rd) *self, enum reader how)
 {
 	struct incfs_file f;
 	pid_t pid;
 	int ret;
 
 	ASSERT_EQ(0, incfs_setup(&self->m, LONG_MS)) TH_LOG("%s", incfs_err);
-	ASSERT_EQ(0, mkfile(&self->m, "f", &f, 4 * INCFS_BS, 4)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, mkfile(&self->m, "f", &f, 4 * INCFS_BS, 4 + how)) TH_LOG("%s", incfs_err);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		char buf[INCFS_BS];
-		int fd = open(incfs_path(&self->m, "f"), O_RDONLY);
+		int fd = open(incfs_path(&self->m, "f"), O_RDONLY), p[2];
 		ssize_t n;
 
-		if (fd < 0 || set_handler(0))
+		if (fd < 0 || pipe(p) || set_handler(0))
 			_exit(100);
-		n = pread(fd, buf, INCFS_BS, INCFS_BS);
+		n = read_by(how, fd, INCFS_BS, INCFS_BS, buf, p[1]);
 		if (n == -1 && errno == EINTR && got_signal == SIGUSR1)
 			_exit(0);
 		_exit(n < 0 ? errno : 101);
@@ -168,8 +214,28 @@ TEST_F(rd, signal_interrupts_wait_eintr)
 	ASSERT_EQ(0, incfs_wait_pending_block(&self->m, f.ino, 1, LONG_MS)) TH_LOG("%s", incfs_err);
 	ASSERT_EQ(0, kill(pid, SIGUSR1));
 	ret = incfs_wait_child(pid, LONG_MS);
-	EXPECT_EQ(0, ret) TH_LOG("reader: %d (%s; 101: the read succeeded)", ret,
+	EXPECT_EQ(0, ret) TH_LOG("%s: %d (%s; 101: the read succeeded)", reader_name[how], ret,
 				 incfs_strerr(ret));
+	if (how == BY_PREAD)
+		return;
+	/* Once delivered, the bytes come through the pipe. */
+	ASSERT_EQ(0, deliver(&self->m, &f, 0, 2)) TH_LOG("%s", incfs_err);
+	check_pipe_read(_metadata, &self->m, &f, how);
+}
+
+TEST_F(rd, signal_interrupts_wait_eintr)
+{
+	check_wait_ends_on_signal(_metadata, self, BY_PREAD);
+}
+
+TEST_F(rd, splice_wait_ends_on_a_signal)
+{
+	check_wait_ends_on_signal(_metadata, self, BY_SPLICE);
+}
+
+TEST_F(rd, sendfile_wait_ends_on_a_signal)
+{
+	check_wait_ends_on_signal(_metadata, self, BY_SENDFILE);
 }
 
 TEST_F(rd, signal_with_sa_restart_restarts_wait)
@@ -201,80 +267,6 @@ TEST_F(rd, signal_with_sa_restart_restarts_wait)
 	ASSERT_EQ(0, deliver(&self->m, &f, 1, 1)) TH_LOG("%s", incfs_err);
 	ret = incfs_wait_child(pid, LONG_MS);
 	EXPECT_EQ(0, ret) TH_LOG("reader: %d (101: no signal seen)", ret);
-}
-
-/* Blocks 0 and 1 of @f, present, through a pipe. */
-static void check_pipe_read(struct __test_metadata *_metadata, struct incfs_mnt *m,
-			    const struct incfs_file *f, bool use_splice)
-{
-	unsigned char got[2 * INCFS_BS], want[2 * INCFS_BS];
-	int fd = open(incfs_path(m, "f"), O_RDONLY), p[2];
-	loff_t pos = 0;
-	off_t off = 0;
-	ssize_t n;
-
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, pipe(p));
-	n = use_splice ? splice(fd, &pos, p[1], NULL, sizeof(got), 0) :
-			 sendfile(p[1], fd, &off, sizeof(got));
-	EXPECT_EQ((ssize_t)sizeof(got), n) TH_LOG("%s", strerror(errno));
-	EXPECT_EQ((ssize_t)sizeof(got), read(p[0], got, sizeof(got)));
-	incfs_fill(f, 0, sizeof(want), want);
-	EXPECT_EQ(0, memcmp(got, want, sizeof(got)));
-	close(p[0]);
-	close(p[1]);
-	close(fd);
-}
-
-/*
- * splice(2) and sendfile(2) of an absent block wait as read(2) does: a
- * signal ends the wait with EINTR, and the data goes through once it
- * arrives.  @use_splice picks the call; the output is a pipe.
- */
-static void check_pipe_read_signal(struct __test_metadata *_metadata,
-				   FIXTURE_DATA(rd) *self, bool use_splice)
-{
-	struct incfs_file f;
-	pid_t pid;
-	int ret;
-
-	ASSERT_EQ(0, incfs_setup(&self->m, LONG_MS)) TH_LOG("%s", incfs_err);
-	ASSERT_EQ(0, mkfile(&self->m, "f", &f, 4 * INCFS_BS, 6)) TH_LOG("%s", incfs_err);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		int fd = open(incfs_path(&self->m, "f"), O_RDONLY), p[2];
-		loff_t pos = INCFS_BS;
-		off_t off = INCFS_BS;
-		ssize_t n;
-
-		if (fd < 0 || pipe(p) || set_handler(0))
-			_exit(100);
-		n = use_splice ? splice(fd, &pos, p[1], NULL, INCFS_BS, 0) :
-				 sendfile(p[1], fd, &off, INCFS_BS);
-		if (n == -1 && errno == EINTR && got_signal == SIGUSR1)
-			_exit(0);
-		_exit(n < 0 ? errno : 101);
-	}
-	ASSERT_EQ(0, incfs_wait_pending_block(&self->m, f.ino, 1, LONG_MS)) TH_LOG("%s", incfs_err);
-	ASSERT_EQ(0, kill(pid, SIGUSR1));
-	ret = incfs_wait_child(pid, LONG_MS);
-	EXPECT_EQ(0, ret) TH_LOG("%s: %d (%s; 101: it succeeded)", use_splice ? "splice" : "sendfile",
-				 ret, incfs_strerr(ret));
-
-	/* Once delivered, the bytes come through the pipe. */
-	ASSERT_EQ(0, deliver(&self->m, &f, 0, 2)) TH_LOG("%s", incfs_err);
-	check_pipe_read(_metadata, &self->m, &f, use_splice);
-}
-
-TEST_F(rd, splice_wait_ends_on_a_signal)
-{
-	check_pipe_read_signal(_metadata, self, true);
-}
-
-TEST_F(rd, sendfile_wait_ends_on_a_signal)
-{
-	check_pipe_read_signal(_metadata, self, false);
 }
 
 /* ===== waiting readers ===== */
