@@ -6,6 +6,7 @@ tools, dist), the tests and QEMU runs."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -290,6 +291,10 @@ def cmd_test(args: argparse.Namespace, layout: Layout) -> int:
 def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
 	from gkiqemu import runner
 	vs = variants(args.variant)
+	env = runner.guest_env(args.env)
+	if args.timeout:
+		# A long campaign (BUILD.md): each suite gets 2/3 of it, as usual.
+		vs = [dataclasses.replace(v, qemu_timeout_s=args.timeout) for v in vs]
 	if args.prebuilt:
 		missing = [str(layout.dist(v) / 'Image') for v in vs
 			   if not (layout.dist(v) / 'Image').exists()]
@@ -304,7 +309,7 @@ def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
 	if args.shell:
 		return runner.shell(layout, vs[0], extra)
 	return runner.guest_suites(layout, vs, extra, args.only,
-				   Path(args.results) if args.results else None)
+				   Path(args.results) if args.results else None, env)
 
 
 def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
@@ -366,6 +371,12 @@ def parser() -> argparse.ArgumentParser:
 		       'while its host tests go on)')
 	q.add_argument('--results', metavar='FILE',
 		       help='also write the outcomes to FILE as JSON')
+	q.add_argument('--env', action='append', default=[], metavar='NAME=VALUE',
+		       help="set NAME in the suites' environment (repeatable), "
+		       'e.g. the size of a long campaign')
+	q.add_argument('--timeout', type=int, metavar='SECONDS',
+		       help="the boot's time limit (default: the variant's); "
+		       'each suite may take 2/3 of it')
 	be = add('bench', 'release')
 	be.add_argument('names', nargs='*')
 	be.add_argument('--against-unhooked', action='store_true',

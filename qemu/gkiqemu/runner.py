@@ -262,18 +262,34 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 	return initramfs.write_cpio(layout, v, layout.dist(v), tests, guest_tools, lists, gdir)
 
 
+# A guest environment variable: the kernel hands a command-line word
+# NAME=VALUE it does not know, and whose NAME has no dot, to /init's
+# environment, and the suites inherit it.
+_ENV_WORD = re.compile(r'[A-Z_][A-Z0-9_]*=[^\s"\']*')
+
+
+def guest_env(words: list[str]) -> tuple[str, ...]:
+	"""Check `gki qemu --env` words (NAME=VALUE) for the kernel command line."""
+	for w in words:
+		if not _ENV_WORD.fullmatch(w):
+			raise GkiError(f'--env {w!r}: want NAME=VALUE, NAME in capitals, '
+				       'digits and _, VALUE without blanks or quotes')
+	return tuple(words)
+
+
 def boots(layout: Layout, v: Variant, initrd: Path, mode: str,
-	  out: TextIO | None = None) -> list[boot.Boot]:
+	  out: TextIO | None = None, env: tuple[str, ...] = ()) -> list[boot.Boot]:
 	"""Boot until the guest stops asking for another boot, at most
 	MAX_BOOTS times (evaluate() fails a run that asked for more); the
 	scratch disk is new for the run and kept across its boots.  When out
-	is a terminal, each boot's suites show there as they finish (Live)."""
+	is a terminal, each boot's suites show there as they finish (Live).
+	env: NAME=VALUE words the suites find in their environment."""
 	scratch = initramfs.scratch_disk(layout.out / v.name / 'qemu' / 'scratch.ext4')
 	image = layout.dist(v) / 'Image'
 	runs = []
 	for n in range(1, MAX_BOOTS + 1):
-		cmdline = (f'gki.mode={mode} gki.boot={n} '
-			   f'gki.suite_timeout={v.qemu_timeout_s * 2 // 3}')
+		cmdline = ' '.join((f'gki.mode={mode} gki.boot={n} '
+				    f'gki.suite_timeout={v.qemu_timeout_s * 2 // 3}',) + env)
 		cmd = boot.command(image, initrd, v.qemu_mem_mb, cmdline, scratch)
 		with watching(f'{v.name} boot {n}', out) as watch:
 			b = boot.run(cmd, layout.log(v, f'console-{mode}-boot{n}'), v.qemu_timeout_s,
@@ -515,19 +531,20 @@ def _judge_boot(v: Variant, n: int, b: boot.Boot, has_ktap: bool, tally: Tally) 
 
 
 def guest(layout: Layout, vs: list[Variant], extra: list[Path], tally: Tally,
-	  only: list[str] | None = None) -> None:
+	  only: list[str] | None = None, env: tuple[str, ...] = ()) -> None:
 	for v in vs:
 		info(f'booting the {v.name} GKI in QEMU')
 		initrd = prepare(layout, v, extra, only=only)
-		evaluate(v, boots(layout, v, initrd, 'test', tally.out), tally)
+		evaluate(v, boots(layout, v, initrd, 'test', tally.out, env), tally)
 
 
 def guest_suites(layout: Layout, vs: list[Variant], extra: list[Path],
-		 only: list[str] | None = None, results: Path | None = None) -> int:
+		 only: list[str] | None = None, results: Path | None = None,
+		 env: tuple[str, ...] = ()) -> int:
 	"""results: where to write the outcomes for the process that runs
-	this one (read_results)."""
+	this one (read_results); env: see boots()."""
 	tally = Tally()
-	guest(layout, vs, extra, tally, only)
+	guest(layout, vs, extra, tally, only, env)
 	rc = tally.close()
 	if results:
 		write_results(tally, results)
