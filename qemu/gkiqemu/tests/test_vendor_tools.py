@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The C tests of vendors' tool libraries and tools (vendor_modules/*/
-tools/tests/test_*.c): kselftest-harness programs built for the build
+"""The C tests of the tool libraries and tools (qemu/tools/tests/ and
+vendor_modules/*/tools/tests/, test_*.c): kselftest-harness programs built for the build
 machine with the tree's tools/testing/selftests/kselftest_harness.h, the
 library's sources, AddressSanitizer and UBSan, as gkibuild.programs
 declares host tests (HOST_ASAN: the pinned clang; libclang-rt-19-dev).
@@ -49,9 +49,10 @@ def case_output(out: str, case: str) -> str:
 
 class VendorToolTests(unittest.TestCase):
 	def test_c_tests(self) -> None:
-		libs = sorted(LAYOUT.vendor_modules.glob('*/tools/lib'))
+		# qemu/tools/ and each vendor's tools/ (programs.tool_dirs()).
+		libs = [d / 'lib' for d in programs.tool_dirs(LAYOUT) if (d / 'lib').is_dir()]
 		if not libs:
-			self.skipTest('no vendor has a tools/lib/')
+			self.skipTest('no tools folder has a lib/')
 		for lib in libs:
 			tests = sorted((lib.parent / 'tests').glob('test_*.c'))
 			with self.subTest(tools=str(lib.parent.relative_to(LAYOUT.top))):
