@@ -13,6 +13,14 @@ from gkibuild.layout import Layout, Variant
 from gkibuild.util import GkiError, run_logged, write_if_changed
 
 
+# /data/BLANK_EXT4 in the guest: an empty ext4 filesystem.  4 KiB blocks, as
+# on a phone (mkfs.ext4 picks 1 KiB for so small a filesystem): its
+# superblock, written in place outside the journal, then never spans the
+# halves of a torn block write.
+BLANK_EXT4 = 'blank.ext4'
+BLANK_EXT4_MB = 16
+
+
 def busybox(layout: Layout) -> Path:
 	path = layout.out / 'guest-pkgs' / 'busybox-static' / 'bin' / 'busybox'
 	if not path.exists():
@@ -32,7 +40,11 @@ def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path]
 	spec = ['dir /dev 0755 0 0', 'nod /dev/console 0600 0 0 c 5 1']
 	spec += [f'dir /{d} 0755 0 0' for d in
 		 ('bin', 'sbin', 'proc', 'sys', 'tmp', 'mnt', 'mnt/scratch', 'etc', 'etc/gki',
-		  'tests', 'modules', 'root')]
+		  'tests', 'modules', 'root', 'data')]
+	# The guest has no mkfs: a suite that needs a filesystem of its own
+	# (incfs's crash-point replay) copies this one.
+	blank = mkfs_ext4(gdir / BLANK_EXT4, BLANK_EXT4_MB, ['-b', '4096'])
+	spec.append(f'file /data/{BLANK_EXT4} {blank} 0644 0 0')
 	spec += [f'file /bin/busybox {busybox(layout)} 0755 0 0',
 		 f'file /init {layout.qemu / "init"} 0755 0 0']
 	for name, path in sorted(programs.items()):
@@ -81,12 +93,18 @@ def cpio_from_spec(layout: Layout, v: Variant, gdir: Path | None = None) -> Path
 
 def scratch_disk(path: Path, size_mb: int = 256) -> Path:
 	"""A fresh ext4 image for the guest's /mnt/scratch."""
+	return mkfs_ext4(path, size_mb)
+
+
+def mkfs_ext4(path: Path, size_mb: int, opts: list[str] | None = None) -> Path:
+	"""A fresh, empty ext4 image of size_mb MiB at path, made with mkfs.ext4's
+	defaults and opts."""
 	path.parent.mkdir(parents=True, exist_ok=True)
 	path.unlink(missing_ok=True)
 	with path.open('wb') as f:
 		f.truncate(size_mb << 20)
 	log = path.with_suffix('.mkfs.log')
 	log.unlink(missing_ok=True)
-	run_logged(['mkfs.ext4', '-q', '-F', '-E', 'root_owner=0:0', str(path)], log,
+	run_logged(['mkfs.ext4', '-q', '-F', '-E', 'root_owner=0:0', *(opts or []), str(path)], log,
 		   what='mkfs.ext4')
 	return path
