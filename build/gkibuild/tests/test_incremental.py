@@ -59,21 +59,23 @@ def format_patch(subject: str, rel: str, old: str, new: str) -> str:
 
 
 class IncrementalTestBase(unittest.TestCase):
-	"""One sandbox for the class; every case starts and must end at the
-	state of the first build in it."""
+	"""One sandbox for every case of the module (made and built by the
+	first class that runs, removed with the module: each sandbox and its
+	first build cost a minute of CI); every case starts and must end at
+	the state of that first build."""
+	box: Sandbox | None = None
+	base: Build
 
 	@classmethod
 	def setUpClass(cls):
 		require_build()
-		cls.box = Sandbox(LAYOUT, RELEASE, LAYOUT.out / 'incremental' / cls.__name__).create()
-		cls.base = cls.box.build()
+		if IncrementalTestBase.box is None:
+			box = Sandbox(LAYOUT, RELEASE, LAYOUT.out / 'incremental' / 'sandbox').create()
+			IncrementalTestBase.box = box
+			IncrementalTestBase.base = box.build()
 		if cls.base.rc:
 			raise AssertionError('the unchanged sandbox does not build:\n'
 					     + cls.base.output[-3000:])
-
-	@classmethod
-	def tearDownClass(cls):
-		cls.box.remove()
 
 	def build(self, ok: bool = True) -> Build:
 		b = self.box.build()
@@ -119,6 +121,12 @@ class IncrementalTestBase(unittest.TestCase):
 		self.assertNotEqual(old, new, f'the edit of {rel} changed nothing')
 		path.write_text(new)
 		return old
+
+
+def tearDownModule() -> None:
+	if IncrementalTestBase.box is not None:
+		IncrementalTestBase.box.remove()
+		IncrementalTestBase.box = None
 
 
 class PatchSeriesTest(IncrementalTestBase):
