@@ -1480,6 +1480,26 @@ static void test_names_per_mount(struct kunit *test)
 			-ENOENT);
 }
 
+/*
+ * Removing a name the directory does not hold is -ENOENT whatever the
+ * child's number, 0 (lookup()'s "no such name") too: it once passed, and
+ * the tree then removed a name it could not find (found by incfs_fuzz).
+ */
+static void test_remove_of_an_absent_name(struct kunit *test)
+{
+	struct fake_ns ns = { .names = 3 };
+	const u8 rm = INCFS_DIRA_REMOVE_ENTRY;
+
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, rm, 2, 0, "x", 1),
+			-ENOENT);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, rm, 3, 0, "d", 1),
+			-ENOENT);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, rm, 2, 4, "x", 1),
+			-ENOENT);
+	KUNIT_EXPECT_EQ(test, incfs_name_rules_check(&fake_ops, &ns, rm, 2, 0, "d", 1),
+			-ENOENT);
+}
+
 static struct kunit_case incfs_format_cases[] = {
 	KUNIT_CASE(test_layout),
 	KUNIT_CASE(test_sb_init_round_trip),
@@ -1514,6 +1534,7 @@ static struct kunit_case incfs_format_cases[] = {
 	KUNIT_CASE(test_md_pos),
 	KUNIT_CASE(test_walk_torn_link),
 	KUNIT_CASE(test_names_per_mount),
+	KUNIT_CASE(test_remove_of_an_absent_name),
 	KUNIT_CASE(test_blockmap_count_mismatch),
 	KUNIT_CASE(test_blockmap_overlaps_previous),
 	KUNIT_CASE(test_blockmap_past_own_record),

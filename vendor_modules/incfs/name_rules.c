@@ -58,7 +58,10 @@ static int check_add(const struct incfs_ns_ops *ops, void *ns, u64 dir,
 static int check_remove(const struct incfs_ns_ops *ops, void *ns, u64 dir,
 			u64 child, const char *name, size_t len)
 {
-	if (ops->lookup(ns, dir, name, len) != child)
+	u64 found = ops->lookup(ns, dir, name, len);
+
+	/* lookup()'s "no such name" is 0, which is no child's number. */
+	if (!found || found != child)
 		return -ENOENT;
 	if (ops->has_entries(ns, child))
 		return -ENOTEMPTY;
