@@ -4284,6 +4284,24 @@ static void set_weights(struct ops *o, const int *w)
 	memcpy(o->weights, w, sizeof(o->weights));
 }
 
+/*
+ * The end of a .cmd test: a remount (when all went well, so that the
+ * oracle replays the image the kernel wrote), the report, the unmount,
+ * and what every such test asserts.
+ */
+static void ops_finish(struct __test_metadata *_metadata, struct ops *o, struct fz *z,
+		       const char *test, long us, long n)
+{
+	if (!z->fails)
+		ops_remount(o);
+	ops_report(o, test, us);
+	ops_end(o);
+	EXPECT_EQ(0, z->fails)
+		TH_LOG("%d failures; replay: INCFS_FUZZ_SEED=%llu INCFS_FUZZ_OPS=%ld",
+		       z->fails, (unsigned long long)z->cfg.seed, z->cfg.ops);
+	EXPECT_EQ(n, z->iter);
+}
+
 /* Random instructions and blocks, a reader walking the tree meanwhile. */
 TEST_F_TIMEOUT(cmdfuzz, instruction_sequences, 600)
 {
@@ -4311,14 +4329,8 @@ TEST_F_TIMEOUT(cmdfuzz, instruction_sequences, 600)
 	if (!z.fails)
 		ops_verify(&o, 8);
 	o.timeout_ms = 0;
-	if (!z.fails)
-		ops_remount(&o);
-	ops_report(&o, "instruction_sequences", long_us);
-	ops_end(&o);
-	EXPECT_EQ(0, z.fails) TH_LOG("%d failures; replay: INCFS_FUZZ_SEED=%llu INCFS_FUZZ_OPS=%ld",
-				     z.fails, (unsigned long long)z.cfg.seed, z.cfg.ops);
+	ops_finish(_metadata, &o, &z, "instruction_sequences", long_us, n);
 	EXPECT_EQ(0, status) TH_LOG("the reader: %s", incfs_strerr(status));
-	EXPECT_EQ(n, z.iter);
 	EXPECT_LT(0, o.ok);
 	if (n >= 200) {
 		EXPECT_LT(0, o.new_files);
@@ -4368,13 +4380,7 @@ TEST_F_TIMEOUT(cmdfuzz, write_batches, 600)
 	us = now_us();
 	ops_run(&o, n, 300, 0, 0);
 	us = now_us() - us;
-	if (!z.fails)
-		ops_remount(&o);
-	ops_report(&o, "write_batches", us);
-	ops_end(&o);
-	EXPECT_EQ(0, z.fails) TH_LOG("%d failures; replay: INCFS_FUZZ_SEED=%llu INCFS_FUZZ_OPS=%ld",
-				     z.fails, (unsigned long long)z.cfg.seed, z.cfg.ops);
-	EXPECT_EQ(n, z.iter);
+	ops_finish(_metadata, &o, &z, "write_batches", us, n);
 	EXPECT_LT(0, o.ok);
 	if (n >= 100)
 		EXPECT_LT(0, o.stored);
@@ -4405,13 +4411,7 @@ TEST_F_TIMEOUT(cmdfuzz, bad_pointers, 600)
 	us = now_us();
 	ops_run(&o, n, 0, 0, 0);
 	us = now_us() - us;
-	if (!z.fails)
-		ops_remount(&o);
-	ops_report(&o, "bad_pointers", us);
-	ops_end(&o);
-	EXPECT_EQ(0, z.fails) TH_LOG("%d failures; replay: INCFS_FUZZ_SEED=%llu INCFS_FUZZ_OPS=%ld",
-				     z.fails, (unsigned long long)z.cfg.seed, z.cfg.ops);
-	EXPECT_EQ(n, z.iter);
+	ops_finish(_metadata, &o, &z, "bad_pointers", us, n);
 	if (n >= 100) {
 		EXPECT_LT(0, o.errs[EFAULT]);
 		EXPECT_LT(0, o.ok);
@@ -4439,13 +4439,7 @@ TEST_F_TIMEOUT(cmdfuzz, shadow_model_after_remount, 600)
 	us = now_us();
 	ops_run(&o, n, 0, n / 5 > 25 ? n / 5 : 25, n / 2);
 	us = now_us() - us;
-	if (!z.fails)
-		ops_remount(&o);
-	ops_report(&o, "shadow_model_after_remount", us);
-	ops_end(&o);
-	EXPECT_EQ(0, z.fails) TH_LOG("%d failures; replay: INCFS_FUZZ_SEED=%llu INCFS_FUZZ_OPS=%ld",
-				     z.fails, (unsigned long long)z.cfg.seed, z.cfg.ops);
-	EXPECT_EQ(n, z.iter);
+	ops_finish(_metadata, &o, &z, "shadow_model_after_remount", us, n);
 	EXPECT_LE(1 + (n >= 50), o.remounts);
 	EXPECT_LT(0, o.errs[ENFILE]) TH_LOG("the inode limit was not reached");
 	if (n >= 200) {
