@@ -27,6 +27,7 @@ SHORT = 'report.short'		# one line per change (abi_short.py)
 COMMIT_MSG = 'commit-message.txt'	# written by update for the change that commits abi/
 PROP = 'abi.prop'		# Kleaf's summary of the KMI, in the dist folder
 CONSOLE_LINES = 40		# of report.short printed by a build
+DUMP_CACHE = 'abidw-cache'	# beside vmlinux: its recent dumps (abidiff.dump)
 
 
 def kmi_exports(symvers: Path, symbols: set[str]) -> dict[str, Export]:
@@ -42,7 +43,7 @@ def check(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[s
 		raise GkiError(f'no ABI baseline {base}: run ./build/gki abi update and commit abi/')
 	symbols = set().union(*lists.values())
 	new = out_dir / BASELINE
-	abidiff.dump(vmlinux, symbols, new)
+	abidiff.dump(vmlinux, symbols, new, vmlinux.parent / DUMP_CACHE)
 	report = out_dir / REPORT
 	rc, text = abidiff.diff(base, new, symbols, report)
 	old_exports = read_symvers(abi_dir / SYMVERS)
@@ -75,7 +76,7 @@ def write_baseline(abi_dir: Path, vmlinux: Path, symvers: Path, symbols: set[str
 	"""The baseline of this build: the dump, the KMI's Module.symvers lines
 	and where it came from."""
 	abi_dir.mkdir(parents=True, exist_ok=True)
-	abidiff.dump(vmlinux, symbols, abi_dir / BASELINE)
+	abidiff.dump(vmlinux, symbols, abi_dir / BASELINE, vmlinux.parent / DUMP_CACHE)
 	write_symvers(abi_dir / SYMVERS, kmi_exports(symvers, symbols))
 	(abi_dir / META).write_text(json.dumps({**meta, 'symbols': len(symbols),
 						 'symbol_list_sha256': list_digest(symbols)},

@@ -21,15 +21,20 @@ it cannot account for fails the gate with the raw report: it fails closed.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
-from gkibuild.util import GkiError
+from gkibuild.util import GkiError, sha256_file, sha256_text
 
 ABIDW_FLAGS = ['--no-corpus-path', '--no-comp-dir-path', '--type-id-style', 'hash']
 ABIDIFF_FLAGS = ['--no-default-suppression', '--harmless', '--leaf-changes-only',
 		 '--impacted-interfaces']
+# Dumps kept by dump(cache=...): a build, its revert and a few more.
+DUMP_CACHE_KEEP = 8
 # abidiff's exit status bits
 ABIDIFF_ERROR, ABIDIFF_USAGE, ABIDIFF_CHANGE, ABIDIFF_INCOMPATIBLE = 1, 2, 4, 8
 # Nothing of the caller's: no HOME (~/.abignore), no LIBABIGAIL_* variables.
@@ -47,15 +52,52 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
 	return subprocess.run(cmd, env=TOOL_ENV, capture_output=True, text=True)
 
 
-def dump(vmlinux: Path, symbols: set[str], out: Path) -> None:
-	"""abidw of vmlinux restricted to symbols, into out."""
+def dump(vmlinux: Path, symbols: set[str], out: Path, cache: Path | None = None) -> None:
+	"""abidw of vmlinux restricted to symbols, into out.  With cache (a
+	folder), a dump of the same vmlinux bytes and list by the same abidw is
+	copied from there instead: abidw takes half a minute, and most builds
+	leave vmlinux as it was (a vendor module or a revert)."""
 	out.parent.mkdir(parents=True, exist_ok=True)
+	key = dump_key(vmlinux, symbols) if cache else ''
+	if key and (cache / key).is_file():
+		shutil.copyfile(cache / key, out)
+		os.utime(cache / key)
+		return
 	wl = write_abidw_list(out.with_suffix('.list'), symbols)
 	res = _run(['abidw', *ABIDW_FLAGS, '--kmi-whitelist', str(wl), '--out-file', str(out),
 		    str(vmlinux)])
 	wl.unlink()
 	if res.returncode:
 		raise GkiError(f'abidw {vmlinux} failed ({res.returncode}): {res.stderr.strip()[-500:]}')
+	if key:
+		remember(cache, key, out)
+
+
+@functools.cache
+def abidw_version() -> str:
+	res = _run(['abidw', '--version'])
+	if res.returncode:
+		raise GkiError(f'abidw --version failed ({res.returncode}): {res.stderr.strip()[-500:]}')
+	return res.stdout.strip()
+
+
+def dump_key(vmlinux: Path, symbols: set[str]) -> str:
+	"""What a dump is a function of: the tool, its flags, the list and
+	the bytes of vmlinux."""
+	return sha256_text(abidw_version(), *ABIDW_FLAGS, *sorted(symbols),
+			   sha256_file(vmlinux)) + '.xml'
+
+
+def remember(cache: Path, key: str, dump_file: Path) -> None:
+	"""Keep a dump under its key (written whole, then renamed: a dump cut
+	short is never found) and the DUMP_CACHE_KEEP newest."""
+	cache.mkdir(parents=True, exist_ok=True)
+	tmp = cache / f'.{key}.{os.getpid()}'
+	shutil.copyfile(dump_file, tmp)
+	tmp.rename(cache / key)
+	old = sorted(cache.glob('*.xml'), key=lambda p: p.stat().st_mtime, reverse=True)
+	for p in old[DUMP_CACHE_KEEP:]:
+		p.unlink(missing_ok=True)
 
 
 def diff(base: Path, new: Path, symbols: set[str], report: Path) -> tuple[int, str]:
