@@ -3,13 +3,75 @@
  * I/O on the backing file.  Everything runs with the mounter's
  * credentials, whoever triggers it (a reader's page fault, a loader's
  * write).  Appends and in-place updates are serialised by bf_mutex.
+ *
+ * Whole blocks are read with direct I/O where the backing filesystem
+ * allows it, so that their bytes are cached once, in incfs's page cache,
+ * and not a second time in the backing file's.
  */
+#include <linux/bvec.h>
 #include <linux/cred.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/stat.h>
+#include <linux/uio.h>
 
 #include "incfs.h"
+
+static struct file *open_reader(struct incfs_mount *mi, int flags)
+{
+	return dentry_open(&mi->bf->f_path, O_RDONLY | O_LARGEFILE | flags,
+			   mi->cred);
+}
+
+/* Can a page-aligned read of whole pages go to the disk directly? */
+static bool direct_io_fits(struct incfs_mount *mi)
+{
+	struct kstat st = {};
+	const struct cred *old = override_creds(mi->cred);
+	int err = vfs_getattr(&mi->bf->f_path, &st, STATX_DIOALIGN,
+			      AT_STATX_SYNC_AS_STAT);
+
+	revert_creds(old);
+	/* tmpfs reports no alignment: its page cache is its storage. */
+	return !err && (st.result_mask & STATX_DIOALIGN) &&
+	       st.dio_mem_align && st.dio_mem_align <= PAGE_SIZE &&
+	       st.dio_offset_align && st.dio_offset_align <= PAGE_SIZE;
+}
+
+/*
+ * The mount's read-only files on the backing file: bf_random (no
+ * readahead underneath) and, where the backing filesystem has direct
+ * I/O, bf_direct.
+ */
+int incfs_bf_open_readers(struct incfs_mount *mi)
+{
+	struct file *f = open_reader(mi, 0);
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	f->f_mode |= FMODE_RANDOM;
+	mi->bf_random = f;
+	if (!direct_io_fits(mi))
+		return 0;
+	f = open_reader(mi, O_DIRECT);
+	/* Refused (no FMODE_CAN_ODIRECT): read through the page cache. */
+	if (!IS_ERR(f))
+		mi->bf_direct = f;
+	else if (PTR_ERR(f) != -EINVAL)
+		return PTR_ERR(f);
+	return 0;
+}
+
+void incfs_bf_close_readers(struct incfs_mount *mi)
+{
+	if (mi->bf_direct)
+		fput(mi->bf_direct);
+	if (mi->bf_random)
+		fput(mi->bf_random);
+}
 
 /*
  * Read from the backing file; @random reads go through a file without
@@ -24,6 +86,49 @@ ssize_t incfs_bf_read(struct incfs_mount *mi, void *buf, size_t len,
 
 	revert_creds(old);
 	return n;
+}
+
+/*
+ * Read @n whole blocks stored back to back from @pos into @folios (each a
+ * page).  Blocks in the backing file's page cache (delivered moments ago,
+ * perhaps not written back yet) are copied from there; the others are read
+ * from the disk with direct I/O, when the mount has it.
+ */
+ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
+			     unsigned int n, loff_t pos, bool random)
+{
+	struct bio_vec bv[INCFS_READ_RUN];
+	size_t len = (size_t)n * PAGE_SIZE;
+	struct file *f = random ? mi->bf_random : mi->bf;
+	const struct cred *old;
+	struct iov_iter iter;
+	unsigned int i;
+	ssize_t ret;
+
+	if (WARN_ON_ONCE(n > INCFS_READ_RUN))
+		return -EINVAL;
+	if (mi->bf_direct && PAGE_ALIGNED(pos) &&
+	    !filemap_range_has_page(mi->bf->f_mapping, pos, pos + len - 1))
+		f = mi->bf_direct;
+	for (i = 0; i < n; i++)
+		bvec_set_folio(&bv[i], folios[i], PAGE_SIZE, 0);
+	iov_iter_bvec(&iter, ITER_DEST, bv, n, len);
+	old = override_creds(mi->cred);
+	ret = vfs_iter_read(f, &iter, &pos, 0);
+	revert_creds(old);
+	return ret;
+}
+
+/*
+ * Drop the backing file's cached pages of [@start, @end), written back
+ * already: incfs's page cache holds the blocks that are read.  Only with
+ * direct I/O, which reads the others from the disk.
+ */
+void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end)
+{
+	if (mi->bf_direct && end > start)
+		invalidate_mapping_pages(mi->bf->f_mapping, start >> PAGE_SHIFT,
+					 (end - 1) >> PAGE_SHIFT);
 }
 
 /* Write all of buf at pos, or fail. */

@@ -3,8 +3,6 @@
  * Blocks: waiting for absent ones, delivering new ones from .cmd, and
  * reading stored ones back with their CRC checked.
  */
-#include <linux/bvec.h>
-#include <linux/cred.h>
 #include <linux/crc32.h>
 #include <linux/dcache.h>
 #include <linux/highmem.h>
@@ -157,14 +155,14 @@ static bool forget_torn(struct inode *inode, u32 index,
 }
 
 /*
- * Read stored block @index into @dst (a page) and zero the rest of the
+ * Read stored block @index into @folio (a page) and zero the rest of the
  * page.  @scratch is a block-sized buffer for compressed data, or NULL;
  * @random and @quiet are for readahead (see incfs_bf_read(), bad_block()).
  * Returns 0, a negative errno, or INCFS_BLOCK_FORGOTTEN when the block
  * turned out absent (forget_torn()).
  */
 int incfs_read_block(struct inode *inode, u32 index,
-		     const struct incfs_blockmap_entry *bme, void *dst,
+		     const struct incfs_blockmap_entry *bme, struct folio *folio,
 		     void *scratch, bool random, bool quiet)
 {
 	struct incfs_node *node = incfs_node(inode);
@@ -172,16 +170,22 @@ int incfs_read_block(struct inode *inode, u32 index,
 	size_t stored = le16_to_cpu(bme->me_data_size);
 	loff_t off = incfs_bme_offset(bme);
 	bool lz4 = le16_to_cpu(bme->me_flags) & INCFS_BLOCK_COMPRESSED_LZ4;
+	void *dst = kmap_local_folio(folio, 0);
 	void *buf = lz4 ? scratch : dst;
 	ssize_t n;
 	int err = 0;
 
 	if (lz4 && !scratch) {
 		buf = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
-		if (!buf)
-			return -ENOMEM;
+		if (!buf) {
+			err = -ENOMEM;
+			goto out;
+		}
 	}
-	n = incfs_bf_read(node->mi, buf, stored, off, random);
+	if (!lz4 && stored == PAGE_SIZE)
+		n = incfs_bf_read_folios(node->mi, &folio, 1, off, random);
+	else
+		n = incfs_bf_read(node->mi, buf, stored, off, random);
 	if (n != stored)
 		err = n < 0 ? n : bad_block(inode, index, off, "short read", quiet);
 	else if (crc32_le(0, buf, stored) != le32_to_cpu(bme->me_data_crc))
@@ -194,6 +198,8 @@ int incfs_read_block(struct inode *inode, u32 index,
 		kfree(buf);
 	if (!err)
 		memset(dst + len, 0, PAGE_SIZE - len);
+out:
+	kunmap_local(dst);
 	return err;
 }
 
@@ -208,20 +214,10 @@ void incfs_read_run(struct inode *inode, struct folio **folios,
 		    bool random)
 {
 	struct incfs_mount *mi = incfs_node(inode)->mi;
-	struct bio_vec bv[INCFS_READ_RUN];
-	loff_t pos = incfs_bme_offset(&bmes[0]);
-	const struct cred *old;
-	struct iov_iter iter;
 	unsigned int i;
-	ssize_t ret;
 
-	for (i = 0; i < n; i++)
-		bvec_set_folio(&bv[i], folios[i], PAGE_SIZE, 0);
-	iov_iter_bvec(&iter, ITER_DEST, bv, n, n * PAGE_SIZE);
-	old = override_creds(mi->cred);
-	ret = vfs_iter_read(random ? mi->bf_random : mi->bf, &iter, &pos, 0);
-	revert_creds(old);
-	if (ret != n * PAGE_SIZE)
+	if (incfs_bf_read_folios(mi, folios, n, incfs_bme_offset(&bmes[0]),
+				 random) != n * PAGE_SIZE)
 		return;
 	for (i = 0; i < n; i++) {
 		void *addr = kmap_local_folio(folios[i], 0);
@@ -334,11 +330,14 @@ static bool repeated(struct new_block *nb, int n)
 
 /*
  * Write the blockmap entries of delivered blocks, once their data is
- * durable: a crash leaves each block either absent or whole.
+ * durable: a crash leaves each block either absent or whole.  Their data,
+ * written back now, leaves the backing file's page cache (blocks stored
+ * back to back in one go).
  */
 int incfs_flush_blocks(struct incfs_mount *mi)
 {
 	struct incfs_blockmap_entry bme;
+	loff_t start = 0, end = 0;
 	unsigned int i;
 	int err;
 
@@ -357,7 +356,13 @@ int incfs_flush_blocks(struct incfs_mount *mi)
 				     (loff_t)index * sizeof(bme));
 		if (err)
 			break;
+		if (incfs_bme_offset(&bme) != end) {
+			incfs_bf_forget_cached(mi, start, end);
+			start = incfs_bme_offset(&bme);
+		}
+		end = incfs_bme_offset(&bme) + le16_to_cpu(bme.me_data_size);
 	}
+	incfs_bf_forget_cached(mi, start, end);
 	if (err) {
 		/* Keep what is not written for the next try. */
 		memmove(mi->dirty, mi->dirty + i, (mi->ndirty - i) *

@@ -120,6 +120,8 @@ struct incfs_mount {
 	struct file *bf;		/* private to the mount */
 	/* The same, read-only and FMODE_RANDOM: no readahead underneath. */
 	struct file *bf_random;
+	/* Read-only, O_DIRECT, for whole blocks; NULL where unsupported. */
+	struct file *bf_direct;
 	loff_t last_md;			/* bf_mutex: last record, 0: none */
 	/*
 	 * bf_mutex: blocks delivered but not yet in the on-disk blockmap.
@@ -203,7 +205,7 @@ int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
 /* incfs_read_block(): a torn entry found; the block is absent now. */
 #define INCFS_BLOCK_FORGOTTEN	1
 int incfs_read_block(struct inode *inode, u32 index,
-		     const struct incfs_blockmap_entry *bme, void *dst,
+		     const struct incfs_blockmap_entry *bme, struct folio *folio,
 		     void *scratch, bool random, bool quiet);
 void incfs_read_run(struct inode *inode, struct folio **folios,
 		    const struct incfs_blockmap_entry *bmes, unsigned int n,
@@ -216,6 +218,11 @@ void incfs_flush_worker(struct work_struct *work);
 void incfs_shutdown(struct incfs_mount *mi);
 
 /* backing.c */
+int incfs_bf_open_readers(struct incfs_mount *mi);
+void incfs_bf_close_readers(struct incfs_mount *mi);
+ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
+			     unsigned int n, loff_t pos, bool random);
+void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end);
 ssize_t incfs_bf_read(struct incfs_mount *mi, void *buf, size_t len,
 		      loff_t pos, bool random);
 int incfs_bf_write(struct incfs_mount *mi, const void *buf, size_t len,

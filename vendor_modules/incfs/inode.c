@@ -378,7 +378,6 @@ static int fill_folio(struct inode *inode, struct folio *folio,
 		      enum incfs_wait how, void *scratch, bool random)
 {
 	struct incfs_blockmap_entry bme;
-	void *addr;
 	int err;
 
 	do {
@@ -386,10 +385,8 @@ static int fill_folio(struct inode *inode, struct folio *folio,
 				       &bme);
 		if (err)
 			return err;
-		addr = kmap_local_folio(folio, 0);
-		err = incfs_read_block(inode, folio->index, &bme, addr, scratch,
-				       random, how == INCFS_NOWAIT);
-		kunmap_local(addr);
+		err = incfs_read_block(inode, folio->index, &bme, folio,
+				       scratch, random, how == INCFS_NOWAIT);
 		/* A torn entry: the block is absent now; wait for it. */
 	} while (err == INCFS_BLOCK_FORGOTTEN);
 	if (!err)

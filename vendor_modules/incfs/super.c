@@ -145,8 +145,7 @@ static void mount_free(struct incfs_mount *mi)
 		incfs_bf_sync(mi, 0, LLONG_MAX);
 		fput(mi->bf);
 	}
-	if (mi->bf_random)
-		fput(mi->bf_random);
+	incfs_bf_close_readers(mi);
 	incfs_tree_free(mi);
 	kvfree(mi->dirty);
 	put_cred(mi->cred);
@@ -224,14 +223,9 @@ static int incfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (err)
 		return errorfc(fc, "backing file is already mounted"), err;
 	ctx->bf = NULL;
-	mi->bf_random = dentry_open(&mi->bf->f_path, O_RDONLY | O_LARGEFILE,
-				    mi->cred);
-	if (IS_ERR(mi->bf_random)) {
-		err = PTR_ERR(mi->bf_random);
-		mi->bf_random = NULL;
+	err = incfs_bf_open_readers(mi);
+	if (err)
 		return err;
-	}
-	mi->bf_random->f_mode |= FMODE_RANDOM;
 
 	mi->root = incfs_node_alloc(mi, INCFS_ROOT_INODE, S_IFDIR | 0555, 0);
 	if (!mi->root)

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * incfs keeps one cached copy of a file's bytes, in its own page cache:
+ * with the backing file on ext4 (the scratch disk), whole blocks are read
+ * from the disk with direct I/O, and delivered blocks leave the backing
+ * file's page cache once syncfs has made them durable.  What is cached is
+ * seen with mincore() on a mapping of each file; every read is checked
+ * byte for byte.  Blocks read at once after delivery, LZ4 blocks and a
+ * file's tail, which take other paths, read right too.
+ */
+#include <sys/mman.h>
+#include <sys/statfs.h>
+
+#include "incfs_test.h"
+#include "kselftest_harness.h"
+
+#define TIMEOUT_MS	1000
+#define BLOCKS		1024		/* 4 MiB */
+/*
+ * The backing file's pages besides the data that may stay cached: the
+ * superblock, the records, the blockmap entries written by the flush.
+ */
+#define METADATA_PAGES	4
+
+FIXTURE(cache) {
+	struct incfs_mnt m;
+	struct incfs_file f;
+	int fd;			/* the incfs file */
+};
+
+FIXTURE_SETUP(cache)
+{
+	struct statfs st;
+
+	self->fd = -1;
+	ASSERT_EQ(0, statfs(incfs_scratch(), &st));
+	ASSERT_EQ(INCFS_EXT4_MAGIC, st.f_type) TH_LOG("%s is not ext4", incfs_scratch());
+	ASSERT_EQ(0, incfs_setup_at(&self->m, incfs_scratch(), TIMEOUT_MS))
+		TH_LOG("%s", incfs_err);
+}
+
+FIXTURE_TEARDOWN_PARENT(cache)
+{
+	incfs_teardown(&self->m);
+}
+
+/* Pages of path's first len bytes in the page cache, or -errno. */
+static long resident(const char *path, size_t len)
+{
+	size_t pages = (len + INCFS_BS - 1) / INCFS_BS;
+	unsigned char *vec = malloc(pages);
+	long n = 0;
+	void *map;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || !vec) {
+		n = -errno;
+		goto out;
+	}
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		n = -errno;
+		goto out;
+	}
+	if (mincore(map, len, vec))
+		n = -errno;
+	for (size_t i = 0; n >= 0 && i < pages; i++)
+		n += vec[i] & 1;
+	munmap(map, len);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(vec);
+	return n;
+}
+
+static long backing_resident(const struct incfs_mnt *m)
+{
+	struct stat st;
+
+	if (stat(m->backing, &st))
+		return -errno;
+	return resident(m->backing, st.st_size);
+}
+
+static int forget_cached_pages(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	int ret = 0;
+
+	sync();
+	if (fd < 0 || write(fd, "3", 1) != 1)
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* The file "f" of size bytes, delivered whole as mode says, and opened. */
+static int deliver(struct incfs_mnt *m, struct incfs_file *f, __u64 size, bool compressible,
+		   enum incfs_send_mode mode)
+{
+	int fd, ret;
+
+	memset(f, 0, sizeof(*f));
+	f->size = size;
+	f->seed = size ^ 0x5eed;
+	f->compressible = compressible;
+	ret = incfs_make(m->cmd, INCFS_ROOT_INODE, "f", S_IFREG | 0555, size, &f->ino);
+	if (!ret)
+		ret = incfs_send_all(m->cmd, f, mode);
+	if (ret)
+		return ret;
+	fd = open(incfs_path(m, "f"), O_RDONLY);
+	return fd < 0 ? -errno : fd;
+}
+
+TEST_F(cache, syncfs_drops_the_backing_copy_of_delivered_blocks)
+{
+	long after;
+
+	/* Flushes on the way (every 512 blocks, 100 ms) drop some already. */
+	self->fd = deliver(&self->m, &self->f, BLOCKS * INCFS_BS, false, INCFS_SEND_NONE);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, syncfs(self->m.cmd));
+	after = backing_resident(&self->m);
+	EXPECT_LE(0, after);
+	EXPECT_GE(METADATA_PAGES, after) TH_LOG("%ld pages of the backing file cached", after);
+	/* The blocks now come from the disk, whole. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 1 << 20)) TH_LOG("%s", incfs_err);
+}
+
+TEST_F(cache, a_sequential_read_caches_one_copy)
+{
+	__u64 size = BLOCKS * INCFS_BS;
+
+	self->fd = deliver(&self->m, &self->f, size, false, INCFS_SEND_NONE);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, syncfs(self->m.cmd));
+	ASSERT_EQ(0, forget_cached_pages());
+	ASSERT_EQ(0, resident(incfs_path(&self->m, "f"), size));
+	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 1 << 20)) TH_LOG("%s", incfs_err);
+	EXPECT_EQ(BLOCKS, resident(incfs_path(&self->m, "f"), size));
+	EXPECT_EQ(0, backing_resident(&self->m));
+}
+
+TEST_F(cache, random_reads_and_page_faults_cache_one_copy)
+{
+	__u64 size = BLOCKS * INCFS_BS;
+	unsigned char exp[INCFS_BS];
+	unsigned char *map;
+
+	self->fd = deliver(&self->m, &self->f, size, false, INCFS_SEND_NONE);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, syncfs(self->m.cmd));
+	ASSERT_EQ(0, forget_cached_pages());
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_RANDOM));
+	for (__u32 b = 0; b < BLOCKS; b += 7)
+		ASSERT_EQ(0, incfs_check_block(self->fd, &self->f, b)) TH_LOG("%s", incfs_err);
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	for (__u32 b = 3; b < BLOCKS; b += 5) {
+		incfs_block_content(&self->f, b, exp);
+		ASSERT_EQ(0, memcmp(map + (size_t)b * INCFS_BS, exp, INCFS_BS))
+			TH_LOG("block %u through mmap", b);
+	}
+	munmap(map, size);
+	EXPECT_EQ(0, backing_resident(&self->m));
+}
+
+TEST_F(cache, blocks_read_at_once_after_delivery_then_from_the_disk)
+{
+	self->fd = deliver(&self->m, &self->f, 64 * INCFS_BS, false, INCFS_SEND_NONE);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	/* Still in the backing file's page cache, perhaps not written back. */
+	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 4096)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, syncfs(self->m.cmd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	EXPECT_EQ(0, resident(incfs_path(&self->m, "f"), self->f.size));
+	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 65536)) TH_LOG("%s", incfs_err);
+	EXPECT_GE(METADATA_PAGES, backing_resident(&self->m));
+}
+
+TEST_F(cache, lz4_blocks_and_the_tail_read_right_from_the_disk)
+{
+	self->fd = deliver(&self->m, &self->f, 100 * INCFS_BS + 1, true, INCFS_SEND_MIXED);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, syncfs(self->m.cmd));
+	ASSERT_EQ(0, forget_cached_pages());
+	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 1 << 20)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_RANDOM));
+	for (__u32 b = 0; b <= 100; b++)
+		ASSERT_EQ(0, incfs_check_block(self->fd, &self->f, b)) TH_LOG("%s", incfs_err);
+}
+
+TEST_HARNESS_MAIN
