@@ -61,8 +61,12 @@ struct incfs_node {
 	struct list_head names;
 	unsigned int nlink;
 
-	/* Directories.  tree_mutex: entries, by cookie; next_cookie */
-	struct list_head entries;
+	/*
+	 * Directories.  tree_mutex: children (incfs_dirent by cookie, the
+	 * readdir order; a slot is reserved before a name is persisted) and
+	 * next_cookie.
+	 */
+	struct xarray children;
 	u64 next_cookie;
 
 	/*
@@ -75,13 +79,14 @@ struct incfs_node {
 	loff_t bm_off;
 };
 
-/* A name of a node in a directory. */
+/* A name of a node in a directory; tree_mutex. */
 struct incfs_dirent {
-	struct list_head sibling;	/* in parent->entries */
+	struct hlist_node hash_link;	/* in mi->name_hash */
 	struct list_head child_link;	/* in child->names */
 	struct incfs_node *parent;
 	struct incfs_node *child;
-	u64 cookie;			/* readdir position, stable */
+	u64 cookie;			/* in parent->children; readdir position */
+	u32 hash;			/* of parent and name (tree.c) */
 	u8 len;
 	char name[];
 };
@@ -141,6 +146,12 @@ struct incfs_mount {
 	 * (empty to xa_load) slot until its record is written.
 	 */
 	struct xarray nodes;
+	/*
+	 * tree_mutex: every name, by directory and name, in 1 << name_bits
+	 * buckets, doubled as names are added (never shrunk).
+	 */
+	struct hlist_head *name_hash;
+	unsigned int name_bits;
 	struct incfs_node *root;
 	unsigned int node_count;	/* with the root */
 	unsigned int name_count;	/* at most INCFS_MAX_NAMES */
@@ -178,6 +189,7 @@ extern struct file_system_type incfs_fs_type;
 int incfs_scan(struct incfs_mount *mi);
 
 /* tree.c */
+int incfs_tree_init(struct incfs_mount *mi);
 struct incfs_node *incfs_node_alloc(struct incfs_mount *mi, u64 ino,
 				    umode_t mode, u64 size);
 void incfs_node_free(struct incfs_node *node);

@@ -181,12 +181,11 @@ static void incfs_readdir_batch(struct incfs_mount *mi, struct incfs_node *dir,
 				loff_t pos, struct incfs_readdir_batch *b)
 {
 	struct incfs_dirent *de;
+	unsigned long cookie;
 
 	b->n = 0;
 	mutex_lock(&mi->tree_mutex);
-	list_for_each_entry(de, &dir->entries, sibling) {
-		if (de->cookie + 3 < pos)
-			continue;
+	xa_for_each_start(&dir->children, cookie, de, pos - 3) {
 		b->e[b->n].cookie = de->cookie;
 		b->e[b->n].ino = de->child->ino;
 		b->e[b->n].type = S_ISDIR(de->child->mode) ? DT_DIR : DT_REG;

@@ -122,7 +122,8 @@ static struct incfs_mount *mount_alloc(struct super_block *sb,
 	init_waitqueue_head(&mi->pending_wq);
 	INIT_DELAYED_WORK(&mi->flush_work, incfs_flush_worker);
 	mi->dirty = kvcalloc(INCFS_MAX_DIRTY, sizeof(*mi->dirty), GFP_KERNEL);
-	if (!mi->dirty) {
+	if (!mi->dirty || incfs_tree_init(mi)) {
+		kvfree(mi->dirty);
 		put_cred(mi->cred);
 		kfree(mi);
 		return NULL;

@@ -5,11 +5,16 @@
  * go through the same checks, so an image can only hold what an
  * instruction could have made.
  */
+#include <linux/jhash.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 
 #include "incfs.h"
 #include "name_rules.h"
+
+/* The name hash: 64 buckets at first, at most one per name allowed. */
+#define NAME_BITS_MIN	6
+#define NAME_BITS_MAX	ilog2(INCFS_MAX_NAMES)
 
 struct incfs_node *incfs_node_alloc(struct incfs_mount *mi, u64 ino,
 				    umode_t mode, u64 size)
@@ -22,7 +27,7 @@ struct incfs_node *incfs_node_alloc(struct incfs_mount *mi, u64 ino,
 	node->ino = ino;
 	node->mode = (mode & S_IFMT) | (mode & 0555);
 	INIT_LIST_HEAD(&node->names);
-	INIT_LIST_HEAD(&node->entries);
+	xa_init(&node->children);
 	if (S_ISDIR(mode)) {
 		node->nlink = 2;
 		return node;
@@ -70,14 +75,66 @@ int incfs_blockmap_alloc(struct incfs_node *node)
 	return 0;
 }
 
+/* Frees the names in a directory too (they leave the hash with it). */
 void incfs_node_free(struct incfs_node *node)
 {
-	struct incfs_dirent *de, *tmp;
+	struct incfs_dirent *de;
+	unsigned long cookie;
 
-	list_for_each_entry_safe(de, tmp, &node->entries, sibling)
+	xa_for_each(&node->children, cookie, de)
 		kfree(de);
+	xa_destroy(&node->children);
 	kvfree(node->blocks);
 	kfree(node);
+}
+
+int incfs_tree_init(struct incfs_mount *mi)
+{
+	mi->name_hash = kvcalloc(1U << NAME_BITS_MIN, sizeof(*mi->name_hash),
+				 GFP_KERNEL);
+	if (!mi->name_hash)
+		return -ENOMEM;
+	mi->name_bits = NAME_BITS_MIN;
+	return 0;
+}
+
+static u32 name_hash(const struct incfs_node *dir, const char *name,
+		     size_t len)
+{
+	return jhash(name, len, (u32)dir->ino ^ (u32)(dir->ino >> 32));
+}
+
+static struct hlist_head *name_bucket(struct incfs_mount *mi, u32 hash)
+{
+	return &mi->name_hash[hash & ((1U << mi->name_bits) - 1)];
+}
+
+/*
+ * More names than buckets: double the buckets.  Without the memory the
+ * table stays as it is, with longer chains: lookups stay right.
+ */
+static void grow_name_hash(struct incfs_mount *mi)
+{
+	unsigned int i, old_size = 1U << mi->name_bits;
+	struct hlist_head *old = mi->name_hash;
+	struct incfs_dirent *de;
+	struct hlist_node *tmp;
+
+	lockdep_assert_held(&mi->tree_mutex);
+	if (mi->name_count <= old_size || mi->name_bits >= NAME_BITS_MAX)
+		return;
+	mi->name_hash = kvcalloc(2 * old_size, sizeof(*mi->name_hash),
+				 GFP_KERNEL);
+	if (!mi->name_hash) {
+		mi->name_hash = old;
+		return;
+	}
+	mi->name_bits++;
+	for (i = 0; i < old_size; i++)
+		hlist_for_each_entry_safe(de, tmp, &old[i], hash_link)
+			hlist_add_head(&de->hash_link,
+				       name_bucket(mi, de->hash));
+	kvfree(old);
 }
 
 struct incfs_node *incfs_tree_get(struct incfs_mount *mi, u64 ino)
@@ -154,10 +211,14 @@ int incfs_tree_check_new(struct incfs_mount *mi, umode_t mode, u64 size)
 static struct incfs_dirent *find_name(struct incfs_node *dir,
 				      const char *name, size_t len)
 {
+	struct incfs_mount *mi = dir->mi;
+	u32 hash = name_hash(dir, name, len);
 	struct incfs_dirent *de;
 
-	list_for_each_entry(de, &dir->entries, sibling)
-		if (de->len == len && !memcmp(de->name, name, len))
+	lockdep_assert_held(&mi->tree_mutex);
+	hlist_for_each_entry(de, name_bucket(mi, hash), hash_link)
+		if (de->hash == hash && de->parent == dir && de->len == len &&
+		    !memcmp(de->name, name, len))
 			return de;
 	return NULL;
 }
@@ -209,7 +270,7 @@ static bool ns_has_entries(void *ns, u64 dir)
 {
 	struct incfs_node *node = incfs_tree_get(ns, dir);
 
-	return node && !list_empty(&node->entries);
+	return node && !xa_empty(&node->children);
 }
 
 static unsigned long ns_names(void *ns)
@@ -225,27 +286,35 @@ static const struct incfs_ns_ops tree_ns_ops = {
 	.names = ns_names,
 };
 
+/* Into the slot reserved by incfs_tree_name_op(): nothing can fail. */
 static void apply_add(struct incfs_node *dir, struct incfs_node *child,
 		      struct incfs_dirent *de, const char *name, size_t len)
 {
-	dir->mi->name_count++;
+	struct incfs_mount *mi = dir->mi;
+
+	mi->name_count++;
 	de->parent = dir;
 	de->child = child;
 	de->cookie = dir->next_cookie++;
+	de->hash = name_hash(dir, name, len);
 	de->len = len;
 	memcpy(de->name, name, len);
-	list_add_tail(&de->sibling, &dir->entries);
+	xa_cmpxchg(&dir->children, de->cookie, XA_ZERO_ENTRY, de, GFP_KERNEL);
+	hlist_add_head(&de->hash_link, name_bucket(mi, de->hash));
 	list_add_tail(&de->child_link, &child->names);
 	if (S_ISDIR(child->mode))
 		dir->nlink++;
 	else
 		child->nlink++;
+	grow_name_hash(mi);
 }
 
 static void apply_remove(struct incfs_dirent *de)
 {
 	de->parent->mi->name_count--;
-	list_del(&de->sibling);
+	/* xa_erase(), without one more KMI symbol. */
+	xa_cmpxchg(&de->parent->children, de->cookie, de, NULL, 0);
+	hlist_del(&de->hash_link);
 	list_del(&de->child_link);
 	if (S_ISDIR(de->child->mode))
 		de->parent->nlink--;
@@ -295,10 +364,20 @@ int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
 	mutex_lock(&mi->tree_mutex);
 	err = incfs_name_rules_check(&tree_ns_ops, mi, type, dir_ino,
 				     child_ino, name, len);
+	dir = incfs_tree_get(mi, dir_ino);
+	/* The new name's readdir slot, so that adding it cannot fail. */
+	if (!err && de)
+		err = xa_reserve(&dir->children, dir->next_cookie, GFP_KERNEL);
 	mutex_unlock(&mi->tree_mutex);
 
-	if (!err && persist)
+	if (!err && persist) {
 		err = persist_name_op(mi, type, dir_ino, child_ino, name, len);
+		if (err && de) {
+			mutex_lock(&mi->tree_mutex);
+			xa_release(&dir->children, dir->next_cookie);
+			mutex_unlock(&mi->tree_mutex);
+		}
+	}
 	if (err) {
 		kfree(de);
 		return err;
@@ -306,7 +385,6 @@ int incfs_tree_name_op(struct incfs_mount *mi, u8 type, u64 dir_ino,
 
 	/* bf_mutex held since the check: the nodes and names are as seen. */
 	mutex_lock(&mi->tree_mutex);
-	dir = incfs_tree_get(mi, dir_ino);
 	if (de) {
 		child = incfs_tree_get(mi, child_ino);
 		apply_add(dir, child, de, name, len);
@@ -372,4 +450,5 @@ void incfs_tree_free(struct incfs_mount *mi)
 	xa_for_each(&mi->nodes, ino, node)
 		incfs_node_free(node);
 	xa_destroy(&mi->nodes);
+	kvfree(mi->name_hash);
 }
