@@ -1,17 +1,37 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers for guest benchmark programs run by `./build/gki bench`: a
- * monotonic clock, a median, the 'BENCH {json}' line the host collects, and
- * the pipe ping-pong that wake-up round trips are compared with.
+ * Helpers for guest benchmark programs run by `./build/gki bench`: failing
+ * with a message, dropping the page cache, a monotonic clock, a median,
+ * the 'BENCH {json}' line the host collects, and the pipe ping-pong that
+ * wake-up round trips are compared with.
  */
 #ifndef GKI_BENCH_H
 #define GKI_BENCH_H
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A step that failed: what, with errno's text; the benchmark exits 1. */
+static inline _Noreturn void gki_die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+/* Write everything back, then empty the page cache: reads go to disk. */
+static inline void gki_drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+
+	sync();
+	if (fd < 0 || write(fd, "3", 1) != 1)
+		gki_die("/proc/sys/vm/drop_caches");
+	close(fd);
+}
 
 static inline double gki_now_ns(void)
 {

@@ -5,7 +5,10 @@
  *
  *  - sequential and random 4 KiB reads of a fully loaded 64 MiB file on
  *    incfs against the same bytes in a plain file on the backing ext4
- *    (the scratch disk), page cache dropped before every pass;
+ *    (the scratch disk), page cache dropped before every pass; the
+ *    sequential read also against ext4's read plus the CRC32 of its bytes
+ *    (what incfs must do at least), and the page cache each read leaves
+ *    (Cached in /proc/meminfo: incfs should cache the bytes once);
  *  - the same reads of the file stored as LZ4 blocks against uncompressed;
  *  - a pending-read round trip (reader blocks, loader wakes from poll(),
  *    reads .cmd, writes the block, reader returns) against a one-byte pipe
@@ -30,6 +33,7 @@
 #include <lz4.h>
 
 #include "gki_bench.h"
+#include "incfs_bench_data.h"
 
 #define BS		INCFS_DATA_FILE_BLOCK_SIZE
 #define FILE_SIZE	(64 << 20)
@@ -41,40 +45,6 @@
 
 static const char *scratch = "/mnt/scratch";
 
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
-}
-
-/* Text-like, so that LZ4 has something to find: words from a dictionary. */
-static void fill_block(uint8_t *buf, uint32_t index)
-{
-	static const char *const words[] = {
-		"incremental ", "file ", "system ", "block ", "loader ", "read ",
-		"pending ", "kernel ", "arm64 ", "page ", "cache ", "backing ",
-		"android ", "vendor ", "module ", "symbol ",
-	};
-	uint64_t x = 0x9e3779b97f4a7c15ULL * (index + 1);
-	size_t n = 0;
-
-	while (n < BS) {
-		const char *w;
-		size_t len;
-
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		w = words[x % 16];
-		len = strlen(w);
-		if (len > BS - n)
-			len = BS - n;
-		memcpy(buf + n, w, len);
-		n += len;
-	}
-	memcpy(buf, &index, sizeof(index));
-}
-
 __attribute__((target("crc")))
 static double crc32_ms(void)
 {
@@ -82,7 +52,7 @@ static double crc32_ms(void)
 	uint32_t crc = 0;
 	double t;
 
-	fill_block(buf, 0);
+	incfs_bench_block(buf, 0);
 	t = gki_now_ns();
 	for (uint32_t i = 0; i < BLOCKS; i++)
 		for (size_t j = 0; j < BS; j += 8)
@@ -93,27 +63,17 @@ static double crc32_ms(void)
 	return t / 1e6;
 }
 
-static void drop_caches(void)
-{
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-
-	sync();
-	if (fd < 0 || write(fd, "3", 1) != 1)
-		die("drop_caches");
-	close(fd);
-}
-
 static void make_plain(const char *path)
 {
 	uint8_t buf[BS];
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 	if (fd < 0)
-		die(path);
+		gki_die(path);
 	for (uint32_t i = 0; i < BLOCKS; i++) {
-		fill_block(buf, i);
+		incfs_bench_block(buf, i);
 		if (write(fd, buf, BS) != BS)
-			die("write plain");
+			gki_die("write plain");
 	}
 	fsync(fd);
 	close(fd);
@@ -142,15 +102,15 @@ static void incfs_mount(struct incfs *fs, const char *name, int timeout_ms)
 	mkdir(fs->dir, 0755);
 	fs->bfd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fs->bfd < 0)
-		die(path);
+		gki_die(path);
 	snprintf(opts, sizeof(opts), "backing_fd=%d,read_timeout_ms=%d", fs->bfd,
 		 timeout_ms);
 	if (mount(INCFS_NAME, fs->dir, INCFS_NAME, 0, opts))
-		die("mount incfs");
+		gki_die("mount incfs");
 	snprintf(path, sizeof(path), "%s/.cmd", fs->dir);
 	fs->cmd = open(path, O_RDWR);
 	if (fs->cmd < 0 || ioctl(fs->cmd, INCFS_IOC_PROCESS_INSTRUCTION, &inst))
-		die("new file");
+		gki_die("new file");
 	fs->ino = inst.file.ino_out;
 	inst.type = INCFS_INSTRUCTION_ADD_DIR_ENTRY;
 	memset(&inst.dir_entry, 0, sizeof(inst.dir_entry));
@@ -159,14 +119,14 @@ static void incfs_mount(struct incfs *fs, const char *name, int timeout_ms)
 	inst.dir_entry.name = (uintptr_t)"data";
 	inst.dir_entry.name_len = 4;
 	if (ioctl(fs->cmd, INCFS_IOC_PROCESS_INSTRUCTION, &inst))
-		die("add dir entry");
+		gki_die("add dir entry");
 }
 
 static void incfs_umount(struct incfs *fs)
 {
 	close(fs->cmd);
 	if (umount(fs->dir))
-		die("umount");
+		gki_die("umount");
 	close(fs->bfd);
 }
 
@@ -179,7 +139,7 @@ static void load_blocks(struct incfs *fs, uint32_t first, uint32_t n, int lz4)
 	for (uint32_t i = 0; i < n; i++) {
 		int len = 0;
 
-		fill_block(data[i], first + i);
+		incfs_bench_block(data[i], first + i);
 		if (lz4)
 			len = LZ4_compress_default((char *)data[i], (char *)packed[i],
 						   BS, BS - 1);
@@ -192,7 +152,7 @@ static void load_blocks(struct incfs *fs, uint32_t first, uint32_t n, int lz4)
 		};
 	}
 	if (write(fs->cmd, rec, n * sizeof(rec[0])) != (ssize_t)(n * sizeof(rec[0])))
-		die("write blocks");
+		gki_die("write blocks");
 }
 
 static double load_all(struct incfs *fs, int lz4)
@@ -205,21 +165,43 @@ static double load_all(struct incfs *fs, int lz4)
 	return FILE_SIZE / (1024.0 * 1024.0) / (t / 1e9);
 }
 
-static double seq_read_ms(const char *path)
+/* The page cache, in KiB: Cached in /proc/meminfo. */
+static long cached_kib(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long kib = -1;
+
+	if (!f)
+		gki_die("/proc/meminfo");
+	while (kib < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Cached: %ld kB", &kib) != 1)
+			kib = -1;
+	fclose(f);
+	if (kib < 0)
+		gki_die("no Cached line in /proc/meminfo");
+	return kib;
+}
+
+/* One read of the whole file; *growth_mib: the page cache it added. */
+static double seq_read_ms(const char *path, double *growth_mib)
 {
 	static uint8_t buf[1 << 20];
+	long before;
 	int fd;
 	double t;
 
-	drop_caches();
+	gki_drop_caches();
+	before = cached_kib();
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
-		die(path);
+		gki_die(path);
 	t = gki_now_ns();
 	while (read(fd, buf, sizeof(buf)) > 0)
 		;
 	t = gki_now_ns() - t;
 	close(fd);
+	*growth_mib = (cached_kib() - before) / 1024.0;
 	return t / 1e6;
 }
 
@@ -230,10 +212,10 @@ static double random_read_ms(const char *path)
 	int fd;
 	double t;
 
-	drop_caches();
+	gki_drop_caches();
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
-		die(path);
+		gki_die(path);
 	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 	t = gki_now_ns();
 	for (int i = 0; i < RANDOM_READS; i++) {
@@ -241,7 +223,7 @@ static double random_read_ms(const char *path)
 		x ^= x >> 7;
 		x ^= x << 17;
 		if (pread(fd, buf, BS, (off_t)(x % BLOCKS) * BS) != BS)
-			die("pread");
+			gki_die("pread");
 	}
 	t = gki_now_ns() - t;
 	close(fd);
@@ -274,16 +256,16 @@ static double pending_round_trip_us(struct incfs *fs, uint32_t first)
 	double t;
 
 	if (pid < 0)
-		die("fork");
+		gki_die("fork");
 	if (!pid)
 		serve_pending(fs);
 	fd = open(fs->file, O_RDONLY);
 	if (fd < 0)
-		die(fs->file);
+		gki_die(fs->file);
 	t = gki_now_ns();
 	for (uint32_t i = first; i < first + ROUND_TRIPS; i++)
 		if (pread(fd, buf, BS, (off_t)i * BS) != BS)
-			die("pending pread");
+			gki_die("pending pread");
 	t = gki_now_ns() - t;
 	close(fd);
 	kill(pid, SIGKILL);
@@ -295,7 +277,8 @@ static void bench_reads(void)
 {
 	double plain_seq[PASSES], incfs_seq[PASSES], lz4_seq[PASSES];
 	double plain_rnd[PASSES], incfs_rnd[PASSES], lz4_rnd[PASSES];
-	double load_none, load_lz4, crc[PASSES];
+	double plain_cache[PASSES], incfs_cache[PASSES], lz4_cache[PASSES];
+	double load_none, load_lz4, crc[PASSES], plain_crc[PASSES];
 	struct incfs none, lz4;
 	char plain[96];
 
@@ -307,13 +290,14 @@ static void bench_reads(void)
 	load_lz4 = load_all(&lz4, 1);
 
 	for (int i = 0; i < PASSES; i++) {
-		plain_seq[i] = seq_read_ms(plain);
-		incfs_seq[i] = seq_read_ms(none.file);
-		lz4_seq[i] = seq_read_ms(lz4.file);
+		plain_seq[i] = seq_read_ms(plain, &plain_cache[i]);
+		incfs_seq[i] = seq_read_ms(none.file, &incfs_cache[i]);
+		lz4_seq[i] = seq_read_ms(lz4.file, &lz4_cache[i]);
 		plain_rnd[i] = random_read_ms(plain);
 		incfs_rnd[i] = random_read_ms(none.file);
 		lz4_rnd[i] = random_read_ms(lz4.file);
 		crc[i] = crc32_ms();
+		plain_crc[i] = plain_seq[i] + crc[i];
 	}
 	gki_bench_report("incfs_load_mib_s", load_none, "MiB/s", NULL);
 	gki_bench_report("incfs_load_lz4_mib_s", load_lz4, "MiB/s", "incfs_load_mib_s");
@@ -324,6 +308,16 @@ static void bench_reads(void)
 			 "incfs_seq_read_ms");
 	gki_bench_report("crc32_64mib_ms", gki_median(crc, PASSES), "ms",
 			 "ext4_seq_read_ms");
+	gki_bench_report("ext4_seq_read_plus_crc32_ms", gki_median(plain_crc, PASSES), "ms",
+			 NULL);
+	gki_bench_report("incfs_seq_read_vs_read_plus_crc32_ms",
+			 gki_median(incfs_seq, PASSES), "ms", "ext4_seq_read_plus_crc32_ms");
+	gki_bench_report("ext4_read_cache_growth_mib", gki_median(plain_cache, PASSES), "MiB",
+			 NULL);
+	gki_bench_report("incfs_read_cache_growth_mib", gki_median(incfs_cache, PASSES),
+			 "MiB", "ext4_read_cache_growth_mib");
+	gki_bench_report("incfs_lz4_read_cache_growth_mib", gki_median(lz4_cache, PASSES),
+			 "MiB", "ext4_read_cache_growth_mib");
 	gki_bench_report("ext4_random_read_ms", gki_median(plain_rnd, PASSES), "ms", NULL);
 	gki_bench_report("incfs_random_read_ms", gki_median(incfs_rnd, PASSES), "ms",
 			 "ext4_random_read_ms");
@@ -343,7 +337,7 @@ static void bench_round_trip(void)
 	for (int i = 0; i < PASSES; i++) {
 		pipes[i] = gki_pipe_round_trip_us(ROUND_TRIPS);
 		if (pipes[i] < 0)
-			die("pipe ping-pong");
+			gki_die("pipe ping-pong");
 		pending[i] = pending_round_trip_us(&fs, i * ROUND_TRIPS);
 	}
 	gki_bench_report("pipe_pingpong_us", gki_median(pipes, PASSES), "us", NULL);
@@ -356,7 +350,7 @@ int main(void)
 {
 	if (system("grep -q '^incrementalfs ' /proc/modules || "
 		   "insmod /modules/vendor/incfs/incrementalfs.ko"))
-		die("insmod incrementalfs");
+		gki_die("insmod incrementalfs");
 	bench_reads();
 	bench_round_trip();
 	return 0;
