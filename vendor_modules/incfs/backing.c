@@ -10,6 +10,7 @@
  */
 #include <linux/bvec.h>
 #include <linux/cred.h>
+#include <uapi/linux/fadvise.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/lockdep.h>
@@ -89,10 +90,46 @@ ssize_t incfs_bf_read(struct incfs_mount *mi, void *buf, size_t len,
 }
 
 /*
+ * Can @n whole blocks from @pos be read from the disk directly?  Not those
+ * in the backing file's page cache (delivered moments ago, perhaps not
+ * written back yet): they are copied from there.
+ */
+bool incfs_bf_can_read_direct(struct incfs_mount *mi, loff_t pos,
+			      unsigned int n)
+{
+	return mi->bf_direct && PAGE_ALIGNED(pos) &&
+	       !filemap_range_has_page(mi->bf->f_mapping, pos,
+				       pos + (loff_t)n * PAGE_SIZE - 1);
+}
+
+/*
+ * Start a direct read of @n whole blocks from @pos into @bv, for which
+ * incfs_bf_can_read_direct() said yes.  Returns -EIOCBQUEUED when @done
+ * will be called with the result, or the result (bytes read or an errno)
+ * when the read ended at once.
+ */
+ssize_t incfs_bf_read_direct_async(struct incfs_mount *mi,
+				   struct kiocb *iocb, struct bio_vec *bv,
+				   unsigned int n, loff_t pos,
+				   void (*done)(struct kiocb *iocb, long ret))
+{
+	const struct cred *old;
+	struct iov_iter iter;
+	ssize_t ret;
+
+	init_sync_kiocb(iocb, mi->bf_direct);
+	iocb->ki_pos = pos;
+	iocb->ki_complete = done;
+	iov_iter_bvec(&iter, ITER_DEST, bv, n, (size_t)n * PAGE_SIZE);
+	old = override_creds(mi->cred);
+	ret = mi->bf_direct->f_op->read_iter(iocb, &iter);
+	revert_creds(old);
+	return ret;
+}
+
+/*
  * Read @n whole blocks stored back to back from @pos into @folios (each a
- * page).  Blocks in the backing file's page cache (delivered moments ago,
- * perhaps not written back yet) are copied from there; the others are read
- * from the disk with direct I/O, when the mount has it.
+ * page) through the backing file's page cache.
  */
 ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
 			     unsigned int n, loff_t pos, bool random)
@@ -107,9 +144,6 @@ ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
 
 	if (WARN_ON_ONCE(n > INCFS_READ_RUN))
 		return -EINVAL;
-	if (mi->bf_direct && PAGE_ALIGNED(pos) &&
-	    !filemap_range_has_page(mi->bf->f_mapping, pos, pos + len - 1))
-		f = mi->bf_direct;
 	for (i = 0; i < n; i++)
 		bvec_set_folio(&bv[i], folios[i], PAGE_SIZE, 0);
 	iov_iter_bvec(&iter, ITER_DEST, bv, n, len);
@@ -129,6 +163,17 @@ void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end)
 	if (mi->bf_direct && end > start)
 		invalidate_mapping_pages(mi->bf->f_mapping, start >> PAGE_SHIFT,
 					 (end - 1) >> PAGE_SHIFT);
+}
+
+/*
+ * The same for a page just read: it may still sit in this CPU's LRU
+ * batch, which invalidate_mapping_pages() skips; POSIX_FADV_DONTNEED
+ * drains that batch first.
+ */
+void incfs_bf_forget_read(struct incfs_mount *mi, loff_t start, loff_t end)
+{
+	if (mi->bf_direct && end > start)
+		vfs_fadvise(mi->bf, start, end - start, POSIX_FADV_DONTNEED);
 }
 
 /* Write all of buf at pos, or fail. */

@@ -3,11 +3,13 @@
  * Blocks: waiting for absent ones, delivering new ones from .cmd, and
  * reading stored ones back with their CRC checked.
  */
+#include <linux/bvec.h>
 #include <linux/crc32.h>
 #include <linux/dcache.h>
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/lz4.h>
+#include <linux/pagemap.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -182,10 +184,16 @@ int incfs_read_block(struct inode *inode, u32 index,
 			goto out;
 		}
 	}
+	/*
+	 * One block (a page fault, a random reader; runs of whole blocks
+	 * are read directly by incfs_read_run()) is copied from the backing
+	 * file's page cache, and a whole block's page dropped there again:
+	 * under QEMU a direct read of one page costs more (docs/figures.md,
+	 * incfs).  Pages of LZ4 blocks hold more than one: they stay.
+	 */
+	n = incfs_bf_read(node->mi, buf, stored, off, random);
 	if (!lz4 && stored == PAGE_SIZE)
-		n = incfs_bf_read_folios(node->mi, &folio, 1, off, random);
-	else
-		n = incfs_bf_read(node->mi, buf, stored, off, random);
+		incfs_bf_forget_read(node->mi, off, off + stored);
 	if (n != stored)
 		err = n < 0 ? n : bad_block(inode, index, off, "short read", quiet);
 	else if (crc32_le(0, buf, stored) != le32_to_cpu(bme->me_data_crc))
@@ -203,30 +211,95 @@ out:
 	return err;
 }
 
+/* A run of blocks read without waiting (readahead's). */
+struct read_run {
+	struct kiocb iocb;
+	struct work_struct work;
+	long ret;
+	unsigned int n;
+	struct folio *folios[INCFS_READ_RUN];
+	__le32 crcs[INCFS_READ_RUN];
+	struct bio_vec bv[INCFS_READ_RUN];
+};
+
+/* Folios whose read ended: each uptodate if its CRC matches, unlocked. */
+static void finish_run(struct folio **folios, const __le32 *crcs,
+		       unsigned int n, bool read)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		void *addr = kmap_local_folio(folios[i], 0);
+		bool good = read && crc32_le(0, addr, PAGE_SIZE) ==
+				    le32_to_cpu(crcs[i]);
+
+		kunmap_local(addr);
+		if (good)
+			folio_mark_uptodate(folios[i]);
+		folio_unlock(folios[i]);
+	}
+}
+
+static void run_work(struct work_struct *work)
+{
+	struct read_run *r = container_of(work, struct read_run, work);
+
+	finish_run(r->folios, r->crcs, r->n, r->ret == r->n * PAGE_SIZE);
+	kfree(r);
+}
+
+/* The end of a direct read, maybe in interrupt context: CRCs in a worker. */
+static void run_done(struct kiocb *iocb, long ret)
+{
+	struct read_run *r = container_of(iocb, struct read_run, iocb);
+
+	r->ret = ret;
+	INIT_WORK(&r->work, run_work);
+	queue_work(incfs_read_wq, &r->work);
+}
+
 /*
  * Read a run of full, uncompressed blocks stored back to back in the
- * backing file into their folios with one read, then check each CRC.
- * Marks the good folios uptodate; the caller unlocks them.  Only readahead
- * reads runs, so errors are not logged: read_folio() logs them.
+ * backing file into their locked folios with one read, check each CRC,
+ * mark the good folios uptodate and unlock them all.  A run the disk can
+ * be asked for directly is only started here, and finished in run_work():
+ * the reader goes on with the pages before it meanwhile, as over any
+ * filesystem.  Only readahead reads runs, so errors are not logged:
+ * read_folio() reads the block again and logs them.
  */
 void incfs_read_run(struct inode *inode, struct folio **folios,
 		    const struct incfs_blockmap_entry *bmes, unsigned int n,
 		    bool random)
 {
 	struct incfs_mount *mi = incfs_node(inode)->mi;
+	loff_t pos = incfs_bme_offset(&bmes[0]);
+	__le32 crcs[INCFS_READ_RUN];
+	struct read_run *r;
 	unsigned int i;
+	ssize_t ret;
 
-	if (incfs_bf_read_folios(mi, folios, n, incfs_bme_offset(&bmes[0]),
-				 random) != n * PAGE_SIZE)
+	r = incfs_bf_can_read_direct(mi, pos, n) ?
+	    kmalloc(sizeof(*r), GFP_KERNEL) : NULL;
+	if (r) {
+		r->n = n;
+		for (i = 0; i < n; i++) {
+			r->folios[i] = folios[i];
+			r->crcs[i] = bmes[i].me_data_crc;
+			bvec_set_folio(&r->bv[i], folios[i], PAGE_SIZE, 0);
+		}
+		ret = incfs_bf_read_direct_async(mi, &r->iocb, r->bv, n, pos,
+						 run_done);
+		if (ret == -EIOCBQUEUED)
+			return;
+		/* Ended at once. */
+		r->ret = ret;
+		run_work(&r->work);
 		return;
-	for (i = 0; i < n; i++) {
-		void *addr = kmap_local_folio(folios[i], 0);
-		u32 crc = crc32_le(0, addr, PAGE_SIZE);
-
-		kunmap_local(addr);
-		if (crc == le32_to_cpu(bmes[i].me_data_crc))
-			folio_mark_uptodate(folios[i]);
 	}
+	for (i = 0; i < n; i++)
+		crcs[i] = bmes[i].me_data_crc;
+	ret = incfs_bf_read_folios(mi, folios, n, pos, random);
+	finish_run(folios, crcs, n, ret == n * PAGE_SIZE);
 }
 
 /* A block being delivered: checked and copied in before bf_mutex. */

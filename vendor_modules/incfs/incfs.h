@@ -206,6 +206,9 @@ int incfs_new_file(struct incfs_mount *mi, u16 mode, u64 size, u64 *ino);
 int incfs_blockmap_alloc(struct incfs_node *node);
 
 /* data.c */
+/* Finishes readahead's direct reads (main.c); flushed at module exit. */
+extern struct workqueue_struct *incfs_read_wq;
+
 enum incfs_wait {
 	INCFS_NOWAIT,			/* readahead */
 	INCFS_WAIT_KILLABLE,		/* page faults */
@@ -235,6 +238,13 @@ void incfs_bf_close_readers(struct incfs_mount *mi);
 ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
 			     unsigned int n, loff_t pos, bool random);
 void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end);
+void incfs_bf_forget_read(struct incfs_mount *mi, loff_t start, loff_t end);
+bool incfs_bf_can_read_direct(struct incfs_mount *mi, loff_t pos,
+			      unsigned int n);
+ssize_t incfs_bf_read_direct_async(struct incfs_mount *mi,
+				   struct kiocb *iocb, struct bio_vec *bv,
+				   unsigned int n, loff_t pos,
+				   void (*done)(struct kiocb *iocb, long ret));
 ssize_t incfs_bf_read(struct incfs_mount *mi, void *buf, size_t len,
 		      loff_t pos, bool random);
 int incfs_bf_write(struct incfs_mount *mi, const void *buf, size_t len,

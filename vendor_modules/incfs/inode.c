@@ -424,13 +424,8 @@ static void end_run(struct inode *inode, struct folio **run,
 		    const struct incfs_blockmap_entry *bmes, unsigned int n,
 		    bool random)
 {
-	unsigned int i;
-
-	if (!n)
-		return;
-	incfs_read_run(inode, run, bmes, n, random);
-	for (i = 0; i < n; i++)
-		folio_unlock(run[i]);
+	if (n)
+		incfs_read_run(inode, run, bmes, n, random);
 }
 
 /*

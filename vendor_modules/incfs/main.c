@@ -6,10 +6,12 @@
 #include <linux/kobject.h>
 #include <linux/module.h>
 #include <linux/sysfs.h>
+#include <linux/workqueue.h>
 
 #include "incfs.h"
 
 static struct kobject *incfs_kobj;
+struct workqueue_struct *incfs_read_wq;
 
 static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
@@ -36,9 +38,14 @@ static int __init incfs_init(void)
 	BUILD_BUG_ON(PAGE_SIZE != INCFS_DATA_FILE_BLOCK_SIZE);
 	incfs_check_layout();
 
-	incfs_kobj = kobject_create_and_add(INCFS_NAME, fs_kobj);
-	if (!incfs_kobj)
+	incfs_read_wq = alloc_workqueue("incfs_read", WQ_UNBOUND, 0);
+	if (!incfs_read_wq)
 		return -ENOMEM;
+	incfs_kobj = kobject_create_and_add(INCFS_NAME, fs_kobj);
+	if (!incfs_kobj) {
+		err = -ENOMEM;
+		goto destroy_wq;
+	}
 	err = sysfs_create_group(incfs_kobj, &incfs_attr_group);
 	if (err)
 		goto put_kobj;
@@ -49,6 +56,8 @@ static int __init incfs_init(void)
 
 put_kobj:
 	kobject_put(incfs_kobj);
+destroy_wq:
+	destroy_workqueue(incfs_read_wq);
 	return err;
 }
 
@@ -56,6 +65,8 @@ static void __exit incfs_exit(void)
 {
 	unregister_filesystem(&incfs_fs_type);
 	kobject_put(incfs_kobj);
+	/* After the last unmount; its reads' last work may still be ending. */
+	destroy_workqueue(incfs_read_wq);
 }
 
 module_init(incfs_init);

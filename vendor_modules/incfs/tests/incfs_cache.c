@@ -5,8 +5,9 @@
  * from the disk with direct I/O, and delivered blocks leave the backing
  * file's page cache once syncfs has made them durable.  What is cached is
  * seen with mincore() on a mapping of each file; every read is checked
- * byte for byte.  Blocks read at once after delivery, LZ4 blocks and a
- * file's tail, which take other paths, read right too.
+ * byte for byte, and a block changed on the disk fails its CRC.  Blocks
+ * read at once after delivery, LZ4 blocks and a file's tail, which take
+ * other paths, read right too.
  */
 #include <sys/mman.h>
 #include <sys/statfs.h>
@@ -161,6 +162,8 @@ TEST_F(cache, random_reads_and_page_faults_cache_one_copy)
 		ASSERT_EQ(0, incfs_check_block(self->fd, &self->f, b)) TH_LOG("%s", incfs_err);
 	map = mmap(NULL, size, PROT_READ, MAP_SHARED, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
+	/* No read-around: each fault reads its one block (read_folio). */
+	ASSERT_EQ(0, madvise(map, size, MADV_RANDOM));
 	for (__u32 b = 3; b < BLOCKS; b += 5) {
 		incfs_block_content(&self->f, b, exp);
 		ASSERT_EQ(0, memcmp(map + (size_t)b * INCFS_BS, exp, INCFS_BS))
@@ -194,6 +197,71 @@ TEST_F(cache, lz4_blocks_and_the_tail_read_right_from_the_disk)
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_RANDOM));
 	for (__u32 b = 0; b <= 100; b++)
 		ASSERT_EQ(0, incfs_check_block(self->fd, &self->f, b)) TH_LOG("%s", incfs_err);
+}
+
+/* The offset of needle (len bytes) in the file at path, or -1. */
+static off_t find_bytes(const char *path, const void *needle, size_t len)
+{
+	struct stat st;
+	off_t at = -1;
+	char *map;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st))
+		goto out;
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		goto out;
+	for (off_t i = 0; at < 0 && i + (off_t)len <= st.st_size; i += INCFS_BS)
+		if (!memcmp(map + i, needle, len))
+			at = i;
+	munmap(map, st.st_size);
+out:
+	if (fd >= 0)
+		close(fd);
+	return at;
+}
+
+TEST_F(cache, a_block_read_directly_is_checked_against_its_crc)
+{
+	unsigned char block[INCFS_BS], got[INCFS_BS];
+	const __u32 bad = 10;
+	char byte;
+	off_t at;
+	int bfd;
+
+	self->fd = deliver(&self->m, &self->f, 64 * INCFS_BS, false, INCFS_SEND_NONE);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	close(self->fd);
+	ASSERT_EQ(0, incfs_umount(&self->m)) TH_LOG("%s", incfs_err);
+	/* One byte of block 10 changed on the disk. */
+	incfs_block_content(&self->f, bad, block);
+	at = find_bytes(self->m.backing, block, INCFS_BS);
+	ASSERT_LE(0, at) TH_LOG("block %u not found in the backing file", bad);
+	bfd = open(self->m.backing, O_RDWR);
+	ASSERT_LE(0, bfd);
+	byte = block[100] ^ 0x40;
+	ASSERT_EQ(1, pwrite(bfd, &byte, 1, at + 100));
+	ASSERT_EQ(0, fsync(bfd));
+	close(bfd);
+	ASSERT_EQ(0, incfs_mount(&self->m, TIMEOUT_MS)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, forget_cached_pages());
+	self->fd = open(incfs_path(&self->m, "f"), O_RDONLY);
+	ASSERT_LE(0, self->fd);
+	/* In order: readahead reads blocks 0-31 directly, in one run. */
+	for (__u32 b = 0; b < 64; b++) {
+		ssize_t n = pread(self->fd, got, INCFS_BS, (off_t)b * INCFS_BS);
+
+		if (b == bad) {
+			EXPECT_EQ(-1, n);
+			EXPECT_EQ(EIO, errno);
+			continue;
+		}
+		ASSERT_EQ(INCFS_BS, n) TH_LOG("block %u: %s", b, strerror(errno));
+		incfs_block_content(&self->f, b, block);
+		EXPECT_EQ(0, memcmp(got, block, INCFS_BS)) TH_LOG("block %u", b);
+	}
 }
 
 TEST_HARNESS_MAIN
