@@ -156,21 +156,12 @@ ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
 /*
  * Drop the backing file's cached pages of [@start, @end), written back
  * already: incfs's page cache holds the blocks that are read.  Only with
- * direct I/O, which reads the others from the disk.
+ * direct I/O, which reads the others from the disk.  Pages written or
+ * read moments ago may still sit in a CPU's LRU batch, which
+ * invalidate_mapping_pages() alone skips: POSIX_FADV_DONTNEED drains the
+ * batches first.
  */
 void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end)
-{
-	if (mi->bf_direct && end > start)
-		invalidate_mapping_pages(mi->bf->f_mapping, start >> PAGE_SHIFT,
-					 (end - 1) >> PAGE_SHIFT);
-}
-
-/*
- * The same for a page just read: it may still sit in this CPU's LRU
- * batch, which invalidate_mapping_pages() skips; POSIX_FADV_DONTNEED
- * drains that batch first.
- */
-void incfs_bf_forget_read(struct incfs_mount *mi, loff_t start, loff_t end)
 {
 	if (mi->bf_direct && end > start)
 		vfs_fadvise(mi->bf, start, end - start, POSIX_FADV_DONTNEED);

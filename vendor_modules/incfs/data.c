@@ -193,7 +193,7 @@ int incfs_read_block(struct inode *inode, u32 index,
 	 */
 	n = incfs_bf_read(node->mi, buf, stored, off, random);
 	if (!lz4 && stored == PAGE_SIZE)
-		incfs_bf_forget_read(node->mi, off, off + stored);
+		incfs_bf_forget_cached(node->mi, off, off + stored);
 	if (n != stored)
 		err = n < 0 ? n : bad_block(inode, index, off, "short read", quiet);
 	else if (crc32_le(0, buf, stored) != le32_to_cpu(bme->me_data_crc))

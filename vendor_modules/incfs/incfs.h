@@ -238,7 +238,6 @@ void incfs_bf_close_readers(struct incfs_mount *mi);
 ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
 			     unsigned int n, loff_t pos, bool random);
 void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end);
-void incfs_bf_forget_read(struct incfs_mount *mi, loff_t start, loff_t end);
 bool incfs_bf_can_read_direct(struct incfs_mount *mi, loff_t pos,
 			      unsigned int n);
 ssize_t incfs_bf_read_direct_async(struct incfs_mount *mi,
