@@ -174,6 +174,7 @@ int incfs_read_block(struct inode *inode, u32 index,
 	bool lz4 = le16_to_cpu(bme->me_flags) & INCFS_BLOCK_COMPRESSED_LZ4;
 	void *dst = kmap_local_folio(folio, 0);
 	void *buf = lz4 ? scratch : dst;
+	bool drop;
 	ssize_t n;
 	int err = 0;
 
@@ -187,12 +188,15 @@ int incfs_read_block(struct inode *inode, u32 index,
 	/*
 	 * One block (a page fault, a random reader; runs of whole blocks
 	 * are read directly by incfs_read_run()) is copied from the backing
-	 * file's page cache, and a whole block's page dropped there again:
-	 * under QEMU a direct read of one page costs more (docs/figures.md,
-	 * incfs).  Pages of LZ4 blocks hold more than one: they stay.
+	 * file's page cache, and a whole block's page, if this read brought
+	 * it there, dropped again: under QEMU a direct read of one page costs
+	 * more (docs/figures.md, incfs).  A page just delivered is the
+	 * flush's to drop; pages of LZ4 blocks hold more than one: they stay.
 	 */
+	drop = !lz4 && stored == PAGE_SIZE &&
+	       incfs_bf_can_read_direct(node->mi, off, 1);
 	n = incfs_bf_read(node->mi, buf, stored, off, random);
-	if (!lz4 && stored == PAGE_SIZE)
+	if (drop)
 		incfs_bf_forget_cached(node->mi, off, off + stored);
 	if (n != stored)
 		err = n < 0 ? n : bad_block(inode, index, off, "short read", quiet);
