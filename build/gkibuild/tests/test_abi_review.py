@@ -45,7 +45,7 @@ class UpdateTest(unittest.TestCase):
 		new = self.dir / 'Module.symvers'
 		write_symvers(new, exports)
 
-		def fake_dump(vmlinux, symbols, out):
+		def fake_dump(vmlinux, symbols, out, cache=None):
 			out.parent.mkdir(parents=True, exist_ok=True)
 			out.write_text(f'<abi-corpus of="{record}"/>\n')
 		with mock.patch.object(abidiff, 'dump', side_effect=fake_dump), \
