@@ -47,6 +47,7 @@
 #include <linux/incrementalfs.h>
 
 #include "gki_bench.h"
+#include "incfs_bench_data.h"
 
 #define LOADER		"/bin/incfs-loader"
 #define BS		INCFS_DATA_FILE_BLOCK_SIZE
@@ -64,7 +65,7 @@ static size_t exe_size;
 static uint64_t res_size[NRES], res_off[NRES];
 
 /* In a forked child: never flush a copy of the parent's stdio buffers. */
-static void __attribute__((noreturn)) child_die(const char *what)
+static _Noreturn void child_die(const char *what)
 {
 	perror(what);
 	_exit(127);
@@ -529,8 +530,7 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "--incfs-app"))
 		return app_main(argv[2]);
-	if (system("grep -q '^incrementalfs ' /proc/modules || "
-		   "insmod /modules/vendor/incfs/incrementalfs.ko"))
+	if (incfs_bench_load_module())
 		fail("cannot load incrementalfs.ko");
 	if (access(LOADER, X_OK))
 		gki_die(LOADER);

@@ -348,8 +348,7 @@ static void bench_round_trip(void)
 
 int main(void)
 {
-	if (system("grep -q '^incrementalfs ' /proc/modules || "
-		   "insmod /modules/vendor/incfs/incrementalfs.ko"))
+	if (incfs_bench_load_module())
 		gki_die("insmod incrementalfs");
 	bench_reads();
 	bench_round_trip();

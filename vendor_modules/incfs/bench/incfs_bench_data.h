@@ -1,15 +1,25 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The block contents the incfs benchmarks load: the same bytes for a
- * block index in every program, so their figures compare.
+ * What the incfs benchmarks share: loading the module, and the block
+ * contents they load (the same bytes for a block index in every program,
+ * so their figures compare).
  */
 #ifndef INCFS_BENCH_DATA_H
 #define INCFS_BENCH_DATA_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <linux/incrementalfs.h>
+
+#define INCFS_BENCH_KO	"/modules/vendor/incfs/incrementalfs.ko"
+
+/* Load incfs unless it is loaded; 0 or the shell's status. */
+static inline int incfs_bench_load_module(void)
+{
+	return system("grep -q '^incrementalfs ' /proc/modules || insmod " INCFS_BENCH_KO);
+}
 
 /* Text-like, so that LZ4 has something to find: words from a dictionary. */
 static inline void incfs_bench_block(uint8_t *buf, uint32_t index)

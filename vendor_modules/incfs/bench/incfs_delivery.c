@@ -219,7 +219,8 @@ static void report(double ns[2][TARGETS][PASSES])
 	};
 	static const char *const ratio[2][TARGETS] = {
 		{ NULL, "incfs_delivery_ext4_ratio", "incfs_delivery_lz4_ext4_ratio" },
-		{ NULL, "incfs_delivery_syncfs_ext4_ratio", "incfs_delivery_lz4_syncfs_ext4_ratio" },
+		{ NULL, "incfs_delivery_syncfs_ext4_ratio",
+		  "incfs_delivery_lz4_syncfs_ext4_ratio" },
 	};
 	double r[PASSES];
 
@@ -240,8 +241,7 @@ int main(void)
 	static double ns[2][TARGETS][PASSES];
 	const char *scratch = getenv("GKI_SCRATCH");
 
-	if (system("grep -q '^incrementalfs ' /proc/modules || "
-		   "insmod /modules/vendor/incfs/incrementalfs.ko")) {
+	if (incfs_bench_load_module()) {
 		fprintf(stderr, "incfs_delivery: cannot load incrementalfs.ko\n");
 		return 1;
 	}

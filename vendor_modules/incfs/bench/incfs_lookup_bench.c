@@ -26,6 +26,7 @@
 #include <linux/incrementalfs.h>
 
 #include "gki_bench.h"
+#include "incfs_bench_data.h"
 
 #define NAMES		10000
 #define PASSES		5
@@ -249,8 +250,7 @@ static void bench_replay(void)
 
 int main(void)
 {
-	if (system("grep -q '^incrementalfs ' /proc/modules || "
-		   "insmod /modules/vendor/incfs/incrementalfs.ko"))
+	if (incfs_bench_load_module())
 		gki_die("insmod incrementalfs");
 	bench_directory();
 	bench_replay();
