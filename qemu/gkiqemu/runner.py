@@ -578,9 +578,9 @@ def read_results(tally: Tally, path: Path, rc: int | None, what: str) -> None:
 def test_all(layout: Layout, vs: list[Variant], host: bool,
 	     meanwhile: Background | None = None) -> int:
 	"""Host tests, then the guest suites of every variant.  meanwhile:
-	the child that builds the variants other than release (waited for
+	the children that build the variants other than release (waited for
 	before any guest boot and before the host tests that need them) and,
-	if it was asked to, runs the guest suites of vs while the host tests
+	if they were asked to, run the guest suites of vs while the host tests
 	go on."""
 	tally = Tally()
 	if host:
@@ -588,8 +588,9 @@ def test_all(layout: Layout, vs: list[Variant], host: bool,
 	elif meanwhile:
 		meanwhile.wait()
 	if meanwhile and meanwhile.guests:
-		read_results(tally, meanwhile.results, meanwhile.wait_guests(),
-			     f'{meanwhile.guests}: guest suites (run meanwhile)')
+		for g in meanwhile.wait_guests():
+			read_results(tally, g.results, g.rc,
+				     f'{g.variant}: guest suites (run meanwhile)')
 	else:
 		guest(layout, vs, [], tally)
 	return tally.close()

@@ -9,6 +9,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
+from gkibuild.background import GuestRun
 from gkibuild.layout import VARIANTS, Layout
 from gkiqemu import runner
 from gkiqemu.ktap import Status as S
@@ -82,18 +83,16 @@ class ResultsTest(unittest.TestCase):
 class FakeMeanwhile:
 	"""background.Background's side that test_all uses."""
 
-	def __init__(self, results: Path, guests: str, rc: int) -> None:
-		self.results = results
+	def __init__(self, guests: list[GuestRun]) -> None:
 		self.guests = guests
-		self.rc = rc
 		self.calls: list[str] = []
 
 	def wait(self) -> None:
 		self.calls.append('wait')
 
-	def wait_guests(self) -> int:
+	def wait_guests(self) -> list[GuestRun]:
 		self.calls.append('wait_guests')
-		return self.rc
+		return self.guests
 
 
 class TestAllTest(unittest.TestCase):
@@ -103,24 +102,49 @@ class TestAllTest(unittest.TestCase):
 		self.layout = Layout(Path(self.tmp.name), Path(self.tmp.name) / 'out')
 		self.vs = list(VARIANTS.values())
 
-	def run_all(self, m: FakeMeanwhile, booted: list) -> int:
-		with mock.patch.object(runner, 'guest', lambda *a: booted.append(a)), \
-		     mock.patch('sys.stdout', io.StringIO()):
-			return runner.test_all(self.layout, self.vs, host=False, meanwhile=m)
+	def run_all(self, m: FakeMeanwhile, booted: list) -> runner.Tally:
+		tallies = []
+		real = runner.Tally
 
-	def test_guest_outcomes_come_from_the_run_meanwhile(self):
-		results = Path(self.tmp.name) / 'r.json'
-		t = runner.Tally(io.StringIO())
-		t.add('debug: x', S.FAIL, 'bad')
-		runner.write_results(t, results)
-		m = FakeMeanwhile(results, 'all', 1)
+		def tally(*a):
+			tallies.append(real(io.StringIO()))
+			return tallies[-1]
+
+		with mock.patch.object(runner, 'guest', lambda *a: booted.append(a)), \
+		     mock.patch.object(runner, 'Tally', tally), \
+		     mock.patch('sys.stdout', io.StringIO()):
+			self.rc = runner.test_all(self.layout, self.vs, host=False, meanwhile=m)
+		return tallies[0]
+
+	def run_of(self, variant: str, status: S | None, rc: int | None) -> GuestRun:
+		"""A guest run that wrote one outcome of status (None: nothing)."""
+		results = Path(self.tmp.name) / f'{variant}.json'
+		if status is not None:
+			t = runner.Tally(io.StringIO())
+			t.add(f'{variant}: x', status, '')
+			runner.write_results(t, results)
+		return GuestRun(variant, Path(self.tmp.name) / f'{variant}.log', results, rc)
+
+	def names(self, t: runner.Tally) -> list[tuple[str, S]]:
+		return [(o.name, o.status) for o in t.outcomes]
+
+	def test_guest_outcomes_come_from_every_run_meanwhile(self):
+		m = FakeMeanwhile([self.run_of('release', S.PASS, 0), self.run_of('debug', S.FAIL, 1)])
 		booted = []
-		self.assertEqual(1, self.run_all(m, booted))
+		t = self.run_all(m, booted)
+		self.assertEqual(1, self.rc)
+		self.assertEqual([('release: x', S.PASS), ('debug: x', S.FAIL)], self.names(t))
 		self.assertEqual([], booted)
 		self.assertEqual(['wait', 'wait_guests'], m.calls)
 
+	def test_a_run_meanwhile_that_did_not_run_fails(self):
+		m = FakeMeanwhile([self.run_of('release', S.PASS, 0), self.run_of('debug', None, None)])
+		t = self.run_all(m, [])
+		self.assertEqual(1, self.rc)
+		self.assertIn(('debug: guest suites (run meanwhile)', S.FAIL), self.names(t))
+
 	def test_without_a_guest_run_meanwhile_the_guests_boot_here(self):
-		m = FakeMeanwhile(Path(self.tmp.name) / 'none.json', '', 0)
+		m = FakeMeanwhile([])
 		booted = []
 		self.run_all(m, booted)
 		self.assertEqual(1, len(booted))
