@@ -5,8 +5,11 @@
 # everything is present.
 
 # Packages the host needs to build the GKI, the guest userland and the tests.
+# Not linux-source-6.12: the source stage fetches the version
+# common/source.pin names (build/gkibuild/archive.py), which an unversioned
+# install would miss once Debian moves on.
 readonly DEPS_HOST=(
-	linux-source-6.12 clang-19 lld-19 llvm-19 abigail-tools qemu-system-arm
+	clang-19 lld-19 llvm-19 abigail-tools qemu-system-arm
 	lz4 ccache bc bison flex libelf-dev libssl-dev cpio e2fsprogs python3
 	make patch rsync xz-utils kmod libc6-dev-arm64-cross libgcc-12-dev-arm64-cross
 	liblz4-dev libclang-rt-19-dev distcc

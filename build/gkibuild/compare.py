@@ -25,7 +25,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from gkibuild import abi, kmi, source, toolchain, treesync
+from gkibuild import abi, archive, kmi, source, toolchain, treesync
 from gkibuild.abi_changes import Result
 from gkibuild.kernel import Kernel
 from gkibuild.layout import VARIANTS, Layout
@@ -48,55 +48,11 @@ class Candidate:
 		return layout.out / 'compare' / self.name
 
 
-def archive_versions(package: str) -> list[str]:
-	"""The versions of package Debian's archive offers (apt-cache madison)."""
-	res = subprocess.run(['apt-cache', 'madison', package], capture_output=True, text=True)
-	return [cols[1].strip() for line in res.stdout.splitlines()
-		if len(cols := line.split('|')) >= 3]
-
-
-def resolve(wanted: str, offered: list[str]) -> str:
-	"""A full Debian version, or an upstream one (6.12.111) matching
-	exactly one offered version."""
-	if wanted in offered:
-		return wanted
-	hits = sorted({v for v in offered if v.split('-')[0] == wanted})
-	if len(hits) == 1:
-		return hits[0]
-	known = ', '.join(sorted(set(offered))) or 'none (apt-get update?)'
-	what = 'matches several versions' if hits else 'is not in the archive'
-	raise GkiError(f'--source {wanted} {what}; the archive offers: {known}')
-
-
 def fetch_source(layout: Layout, pin: source.Pin, version: str) -> Path:
-	"""Download pin.package=version (not installed) and take its tarball
-	out of the .deb, into out/compare/debs/; cached."""
-	debs = layout.out / 'compare' / 'debs'
-	tarball = debs / f'{pin.package}_{version}.tar{pin.tarball.name.rsplit(".tar", 1)[1]}'
-	if tarball.exists():
-		return tarball
-	tmp = debs / 'download.tmp'
-	shutil.rmtree(tmp, ignore_errors=True)
-	tmp.mkdir(parents=True)
-	res = subprocess.run(['apt-get', 'download', f'{pin.package}={version}'], cwd=tmp,
-			     capture_output=True, text=True)
-	found = list(tmp.glob('*.deb'))
-	if res.returncode or len(found) != 1:
-		raise GkiError(f'apt-get download {pin.package}={version} failed: '
-			       f'{res.stderr.strip()[-300:]}')
-	member = '.' + str(pin.tarball)	# /usr/src/... inside the package
-	part = tmp / tarball.name
-	with open(part, 'wb') as out:
-		deb = subprocess.Popen(['dpkg-deb', '--fsys-tarfile', str(found[0])],
-				       stdout=subprocess.PIPE)
-		tar = subprocess.run(['tar', '-xO', member], stdin=deb.stdout, stdout=out,
-				     stderr=subprocess.PIPE)
-		deb.wait()
-	if deb.returncode or tar.returncode:
-		raise GkiError(f'{found[0].name} holds no {member}: {tar.stderr.decode()[-300:]}')
-	part.rename(tarball)
-	shutil.rmtree(tmp)
-	return tarball
+	"""pin.package=version's tarball (downloaded, never installed), from
+	the source cache (archive.py)."""
+	return archive.fetch(archive.Archive(), pin.package, version, pin.tarball,
+			     archive.cache_dir())
 
 
 def install_llvm(major: int) -> None:

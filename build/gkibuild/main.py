@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from gkibuild import abi, dist, distcc, kmi, modules, source, toolchain, tools
+from gkibuild import abi, archive, dist, distcc, kmi, modules, source, toolchain, tools
 from gkibuild.abi_changes import verdict
 from gkibuild.background import Background
 from gkibuild.kernel import Kernel, default_jobs
@@ -46,7 +46,7 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 	jobs = jobs or default_jobs()
 	with timer.stage('source'):
 		pin = source.load_pin(layout.common / 'source.pin')
-		src = source.check_pin(pin, accept_update)
+		src = source.obtain(pin, accept_update)
 		applied = source.prepare(layout, src, layout.log(None, 'source'))
 	lists = kmi.load_all(layout.symbol_lists)
 	dists = {}
@@ -174,7 +174,7 @@ def abi_compare(args: argparse.Namespace, layout: Layout) -> int:
 	try:
 		if args.source:
 			pin = source.load_pin(layout.common / 'source.pin')
-			version = compare.resolve(args.source, compare.archive_versions(pin.package))
+			version = archive.resolve(args.source, archive.Archive().versions(pin.package))
 			cand = compare.Candidate(f'source-{version}',
 						 compare.fetch_source(layout, pin, version))
 		else:
@@ -196,7 +196,7 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 	status 1 if they need a symbol the GKI does not export at all."""
 	env = toolchain.hermetic_env()
 	toolchain.check(env)
-	source.prepare(layout, source.check_pin(source.load_pin(layout.common / 'source.pin'),
+	source.prepare(layout, source.obtain(source.load_pin(layout.common / 'source.pin'),
 						args.accept_source_update), layout.log(None, 'source'))
 	k = Kernel(layout, VARIANTS['release'], env, args.jobs or default_jobs())
 	k.configure()
@@ -225,6 +225,27 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 	print(f'{path}: {len(res.added)} added, {len(res.removed)} removed'
 	      + ('' if args.remove else ' (add-only; --remove drops unused symbols)'))
 	return 1 if res.unexportable else 0
+
+
+def cmd_source(args: argparse.Namespace, layout: Layout) -> int:
+	"""source pin VERSION: move common/source.pin to a version the archive
+	offers (downloaded and hashed); the pin is unchanged on any error."""
+	path = layout.common / 'source.pin'
+	pin = source.load_pin(path)
+	arch = archive.Archive()
+	offered = arch.versions(pin.package)
+	if not offered:
+		arch.refresh()
+		offered = arch.versions(pin.package)
+	version = archive.resolve(args.version, offered)
+	tarball = archive.fetch(arch, pin.package, version, pin.tarball, archive.cache_dir())
+	sha256 = sha256_file(tarball)
+	source.write_pin(path, version, sha256)
+	print(f'{path.relative_to(layout.top)}: {pin.package} {pin.version} -> {version} '
+	      f'(sha256 {sha256})')
+	print('next: ./build/gki test, read the ABI gate\'s verdict, and commit the pin with it '
+	      '(BUILD.md, "Moving the pin")')
+	return 0
 
 
 def cmd_build(args: argparse.Namespace, layout: Layout) -> int:
@@ -415,6 +436,11 @@ def parser() -> argparse.ArgumentParser:
 			help='suites, benchmarks, tools or host C tests (default: all)')
 	pr.add_argument('--variant', choices=list(VARIANTS), default='release',
 			help='whose UAPI headers guest programs build against')
+	so = sub.add_parser('source', help='move the source pin')
+	so.add_argument('action', choices=['pin'])
+	so.add_argument('version', metavar='VERSION',
+			help="a linux-source-6.12 version Debian's archive offers (full, or "
+			'upstream as 6.12.120 when it matches one)')
 	mu = sub.add_parser('mutate')
 	mu.add_argument('names', nargs='*', metavar='NAME', help='mutants of build/mutants.toml')
 	mu.add_argument('--fast', action='store_true', help='the sample ./build/gki test runs')
@@ -426,7 +452,8 @@ def main(argv: list[str]) -> int:
 	layout = Layout.default()
 	handler = {'build': cmd_build, 'repro': cmd_repro, 'test': cmd_test,
 		   'qemu': cmd_qemu, 'bench': cmd_bench, 'symbols': cmd_symbols,
-		   'abi': cmd_abi, 'programs': cmd_programs, 'mutate': cmd_mutate}[args.cmd]
+		   'abi': cmd_abi, 'programs': cmd_programs, 'mutate': cmd_mutate,
+		   'source': cmd_source}[args.cmd]
 	try:
 		return handler(args, layout)
 	except GkiError as e:

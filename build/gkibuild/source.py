@@ -1,18 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Source stage: check the installed tarball against common/source.pin,
-extract it under out/src/ and apply the patch series."""
+"""Source stage: the tarball common/source.pin names (installed, or fetched
+from Debian's archive), checked against the pin, extracted under out/src/
+with the patch series applied."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import shutil
+import subprocess
 from pathlib import Path
+from typing import Callable
 
-from gkibuild import patches, treesync
+from gkibuild import archive, patches, treesync
 from gkibuild.layout import Layout
 from gkibuild.util import (
-	GkiError, capture, info, run_logged, sha256_file, sha256_text, write_if_changed)
+	GkiError, info, run_logged, sha256_file, sha256_text, write_if_changed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +43,12 @@ def load_pin(path: Path) -> Pin:
 		raise GkiError(f'{path}: missing key {e}') from None
 
 
-def installed_version(package: str) -> str:
-	return capture(['dpkg-query', '-W', '-f', '${Version}', package]).strip()
+def installed_version(package: str) -> str | None:
+	"""The installed version of package, None when it is not installed."""
+	res = subprocess.run(['dpkg-query', '-W', '-f', '${db:Status-Status} ${Version}', package],
+			     capture_output=True, text=True, env=archive.APT_ENV)
+	status, _, version = res.stdout.partition(' ')
+	return version if res.returncode == 0 and status == 'installed' else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,23 +61,73 @@ class Source:
 	tarball: Path
 
 
-def check_pin(pin: Pin, accept_update: bool, version: str | None = None,
-	      sha256: str | None = None) -> Source:
-	"""Compare the installed source with the pin; an update stops the build
-	unless the caller accepts it."""
-	if not pin.tarball.exists():
-		raise GkiError(f'{pin.tarball} is missing; install {pin.package}')
-	version = version if version is not None else installed_version(pin.package)
-	sha256 = sha256 if sha256 is not None else sha256_file(pin.tarball)
-	pinned = version == pin.version and sha256 == pin.sha256
-	if not pinned:
-		msg = (f'installed {pin.package} is {version} (sha256 {sha256[:16]}...), '
-		       f'common/source.pin says {pin.version} ({pin.sha256[:16]}...)')
+MOVE_PIN = ('move the pin in a reviewed change: ./build/gki abi compare --source VERSION, '
+	    'then ./build/gki source pin VERSION (BUILD.md, "Moving the pin"); or build the '
+	    "archive's newest once with --accept-source-update")
+
+
+def obtain(pin: Pin, accept_update: bool, arch: archive.Archive | None = None,
+	   cache: Path | None = None,
+	   installed: Callable[[str], str | None] | None = None) -> Source:
+	"""The tarball to build: the pinned version's, from the installed
+	package when it is that version, else downloaded from Debian's archive
+	into the source cache (archive.py).  Its sha256 must be the pin's.
+
+	When the archive no longer has the pinned version, the build stops
+	with the versions it has and the way to move the pin, unless the
+	caller accepts an update: then it builds the newest, not pinned.
+	arch, cache and installed (the installed version of a package) are
+	the real ones unless a test passes its own."""
+	arch = arch or archive.Archive()
+	cache = cache or archive.cache_dir()
+	if (installed or installed_version)(pin.package) == pin.version and pin.tarball.exists():
+		tarball = pin.tarball
+	else:
+		try:
+			tarball = archive.fetch(arch, pin.package, pin.version, pin.tarball, cache)
+		except GkiError:
+			offered = arch.versions(pin.package)
+			if pin.version in offered:
+				raise		# the download failed, not the archive
+			return update(pin, accept_update, arch, cache, offered)
+	sha256 = sha256_file(tarball)
+	if sha256 != pin.sha256:
+		msg = (f'{tarball} ({pin.package} {pin.version}) has sha256 {sha256[:16]}..., '
+		       f'common/source.pin says {pin.sha256[:16]}...')
 		if not accept_update:
-			raise GkiError(msg + '; to build it anyway pass --accept-source-update '
-				       'or set GKI_ACCEPT_SOURCE_UPDATE=1 (see BUILD.md)')
+			raise GkiError(f'{msg}; to build it anyway pass --accept-source-update or set '
+				       'GKI_ACCEPT_SOURCE_UPDATE=1 (see BUILD.md)')
 		info(msg + '; building it because the update was accepted')
-	return Source(pin.package, version, sha256, pinned, pin.tarball)
+		return Source(pin.package, pin.version, sha256, False, tarball)
+	return Source(pin.package, pin.version, sha256, True, tarball)
+
+
+def update(pin: Pin, accept_update: bool, arch: archive.Archive, cache: Path,
+	   offered: list[str]) -> Source:
+	"""The pinned version is gone from the archive: say what it has, or,
+	the update accepted, build its newest (madison lists newest first)."""
+	have = ', '.join(offered) or 'none (is the package list empty? apt-get update)'
+	msg = (f'{pin.package} {pin.version}, which common/source.pin names, is not in '
+	       f"Debian's archive, which offers: {have}")
+	if not accept_update or not offered:
+		raise GkiError(f'{msg}; {MOVE_PIN}')
+	info(f'{msg}; building {offered[0]} because the update was accepted')
+	tarball = archive.fetch(arch, pin.package, offered[0], pin.tarball, cache)
+	return Source(pin.package, offered[0], sha256_file(tarball), False, tarball)
+
+
+def write_pin(path: Path, version: str, sha256: str) -> None:
+	"""Set version= and sha256= in the pin file, keeping the rest; the
+	file is replaced whole or not at all."""
+	lines = []
+	for line in path.read_text().splitlines():
+		key = line.partition('=')[0].strip()
+		if not line.lstrip().startswith('#') and key in ('version', 'sha256'):
+			line = f'{key}={version if key == "version" else sha256}'
+		lines.append(line)
+	tmp = path.with_name(path.name + '.tmp')
+	tmp.write_text('\n'.join(lines) + '\n')
+	tmp.rename(path)
 
 
 def series(layout: Layout) -> list[patches.Entry]:

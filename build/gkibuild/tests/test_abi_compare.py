@@ -15,7 +15,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import abi_breaks, compare
+from gkibuild import abi_breaks, archive, compare
 from gkibuild.abi_changes import Change, Result
 from gkibuild.layout import Layout
 from gkibuild.util import GkiError
@@ -44,13 +44,13 @@ diff --git a/Makefile b/Makefile
 
 class ArgumentsTest(unittest.TestCase):
 	def test_versions_resolve_exactly_or_by_upstream_version(self):
-		self.assertEqual('6.12.111-1~deb12u1', compare.resolve('6.12.111', OFFERED))
-		self.assertEqual('6.12.117-1~deb12u1', compare.resolve('6.12.117-1~deb12u1', OFFERED))
+		self.assertEqual('6.12.111-1~deb12u1', archive.resolve('6.12.111', OFFERED))
+		self.assertEqual('6.12.117-1~deb12u1', archive.resolve('6.12.117-1~deb12u1', OFFERED))
 		with self.assertRaisesRegex(GkiError, 'matches several versions'):
-			compare.resolve('6.12.115', OFFERED)
+			archive.resolve('6.12.115', OFFERED)
 		with self.assertRaisesRegex(GkiError, 'is not in the archive; the archive offers: '
 					    '6.12.111-1~deb12u1, '):
-			compare.resolve('6.12.99', OFFERED)
+			archive.resolve('6.12.99', OFFERED)
 
 	def test_toolchain_is_a_debian_clang(self):
 		self.assertEqual(16, compare.parse_toolchain('clang-16'))
