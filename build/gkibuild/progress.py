@@ -6,8 +6,11 @@ minutes.  On a terminal, Compiled follows that log while make runs and
 redraws one line in place: the stage, the objects kbuild reported
 compiling, how many a clean build compiles when that is known, the elapsed
 time and kbuild's latest step.  When stdout is not a terminal (CI, a pipe)
-nothing is drawn, so the output is the same as without it; the objects
-are still counted, for the record a clean build leaves in its obj folder.
+nothing is redrawn: a heartbeat line is printed instead, once a minute
+while make runs ('[kernel-release (release)] 812/2690 objects (30%),
+5:00'), so a CI log or a redirected build is never silent for long.  The
+objects are counted either way, for the record a clean build leaves in its
+obj folder.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ _STEP = re.compile(rb'^  ([A-Z][A-Z0-9_-]*(?: \[M\])?) +(\S+)$')
 RECORD = 'gki-objects.json'
 
 ERASE = '\033[K'	# erase from the cursor to the end of the line
+
+# Seconds between heartbeat lines when stdout is not a terminal.
+HEARTBEAT = 60.0
 
 
 def elapsed(secs: float) -> str:
@@ -107,12 +113,14 @@ class Compiled:
 	(which compiles what changed: no count known before predicts it)."""
 
 	def __init__(self, label: str, log: Path, total: int | None,
-		     out: TextIO | None = None, interval: float = 0.5) -> None:
+		     out: TextIO | None = None, interval: float = 0.5,
+		     heartbeat: float = HEARTBEAT) -> None:
 		self.label = label
 		self.log = log
 		self.total = total
 		self.out = out if out is not None else sys.stdout
 		self.interval = interval
+		self.heartbeat = heartbeat
 		self.count = 0
 		self.step = ''
 		self._pos = 0
@@ -128,10 +136,9 @@ class Compiled:
 		except OSError:
 			self._pos = 0
 		self._start = time.monotonic()
-		if self.out.isatty():
-			self._thread = threading.Thread(target=self._follow, name='gki-progress',
-							daemon=True)
-			self._thread.start()
+		follow = self._follow if self.out.isatty() else self._beat
+		self._thread = threading.Thread(target=follow, name='gki-progress', daemon=True)
+		self._thread.start()
 		return self
 
 	def __exit__(self, *exc: object) -> None:
@@ -141,7 +148,7 @@ class Compiled:
 		self._read()
 		self._line.clear()
 
-	def text(self) -> str:
+	def text(self, step: bool = True) -> str:
 		"""The live line: '[kernel-release (release)   ] 4711/9123
 		objects (51%), 1:23  CC fs/ext4/inode.o'."""
 		n = self.count
@@ -149,8 +156,8 @@ class Compiled:
 			done = f'{n}/{self.total} objects ({100 * n // self.total}%)'
 		else:
 			done = f'{n} objects compiled'
-		step = f'  {self.step}' if self.step else ''
-		return f'[{self.label:<28}] {done}, {elapsed(time.monotonic() - self._start)}{step}'
+		now = f'  {self.step}' if self.step and step else ''
+		return f'[{self.label:<28}] {done}, {elapsed(time.monotonic() - self._start)}{now}'
 
 	def _follow(self) -> None:
 		while True:
@@ -158,6 +165,14 @@ class Compiled:
 			self._line.draw(self.text())
 			if self._stop.wait(self.interval):
 				return
+
+	def _beat(self) -> None:
+		"""Off a terminal: one line of its own every heartbeat seconds
+		(none for a make that ends sooner), without kbuild's step,
+		which is stale by the time a log is read."""
+		while not self._stop.wait(self.heartbeat):
+			self._read()
+			print(self.text(step=False), file=self.out, flush=True)
 
 	def _read(self) -> None:
 		"""Count the complete lines make appended since the last read."""

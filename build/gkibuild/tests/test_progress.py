@@ -118,6 +118,33 @@ class CompiledTest(unittest.TestCase):
 		self.assertEqual('', out.getvalue())
 		self.assertEqual(15, c.count)
 
+	def test_not_a_terminal_gets_a_heartbeat_line_per_period(self):
+		"""Off a terminal (CI, a redirected build): whole lines, one per
+		heartbeat, with the count against the total and the time, and
+		no redraw or step."""
+		out = io.StringIO()
+		start = time.monotonic()
+		with progress.Compiled(LABEL, self.log, 20, out, heartbeat=0.1) as c:
+			w = Writer(self.log, LINES * 5, pause=0.02)
+			w.start()
+			w.join()
+		secs = time.monotonic() - start
+		self.assertEqual(15, c.count)
+		lines = out.getvalue().splitlines()
+		self.assertGreaterEqual(len(lines), 2)
+		self.assertLessEqual(len(lines), secs / 0.1 + 1)
+		self.assertNotIn('\r', out.getvalue())
+		counts = []
+		for line in lines:
+			m = re.fullmatch(r'\[kernel-release \(release\) *\] (\d+)/20 objects '
+					 r'\(\d+%\), 0:\d\d', line)
+			self.assertTrue(m, line)
+			counts.append(int(m.group(1)))
+		self.assertEqual(sorted(counts), counts)
+
+	def test_the_heartbeat_is_a_minute(self):
+		self.assertEqual(60, progress.HEARTBEAT)
+
 	def test_only_what_make_appends_is_counted(self):
 		c = self.follow(io.StringIO(), None, LINES)
 		self.assertEqual(COMPILED, c.count)
