@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+from gkibuild.layout import TOP
 from gkibuild.util import GkiError, capture
 
 LLVM_MAJOR = 19
@@ -39,11 +40,13 @@ def llvm_bin(major: int) -> Path:
 	return Path(f'/usr/lib/llvm-{major}/bin')
 
 
-def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR) -> dict[str, str]:
+def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR,
+		 base: Path = TOP) -> dict[str, str]:
 	"""The whole environment of every compiler and make run: nothing from
 	the caller's environment leaks in.  use_ccache False: the cache is
 	written, never read, so every compile runs.  major: another Debian
-	LLVM, for 'abi compare --toolchain' only."""
+	LLVM, for 'abi compare --toolchain' only.  base: ccache's base_dir,
+	the checkout (make_vars says why)."""
 	env = {
 		'PATH': f'{llvm_bin(major)}:/usr/sbin:/usr/bin:/sbin:/bin',
 		'LC_ALL': 'C',
@@ -59,6 +62,11 @@ def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR) -> dict[str, 
 			# Paths are mapped by -ffile-prefix-map, so the compile
 			# directory need not be part of the hash.
 			'CCACHE_NOHASHDIR': '1',
+			# Absolute paths under the checkout (the tree and obj
+			# folders in out/, the module mirrors) are rewritten
+			# relative to the compile directory: a clone in another
+			# folder hashes the same command lines (make_vars).
+			'CCACHE_BASEDIR': str(base),
 			# A re-extracted tree has new header mtimes.
 			'CCACHE_SLOPPINESS': 'include_file_mtime,include_file_ctime',
 			'CCACHE_MAXSIZE': '5G',
@@ -94,8 +102,34 @@ PREPROCESSED_CFLAGS = ('-gno-column-info -Wno-unused-value -Wno-self-assign '
 		       '-Wno-misleading-indentation')
 
 
-def prefix_map_flags(pairs: list[tuple[Path, str]]) -> str:
+def prefix_map_flags(pairs: list[tuple[str | Path, str]]) -> str:
 	return ' '.join(f'-ffile-prefix-map={src}={dst}' for src, dst in pairs)
+
+
+def _under(path: Path, base: Path) -> bool:
+	return path == base or base in path.parents
+
+
+def path_maps(env: dict[str, str], src: Path, obj: Path,
+	      extra: list[tuple[Path, str]]) -> str:
+	"""The prefix maps of a build whose compiles run in obj.
+
+	Where ccache's base_dir holds every folder, ccache hands the compiler
+	each absolute path under it made relative to obj ('../../src/linux/
+	mm/x.c'), so the maps name the folders that way too, and the command
+	line is the same in every clone: a clone in another folder hits the
+	cache.  The relative names also miss kbuild's absolute
+	-fmacro-prefix-map=$(srctree)/, so ours gives __FILE__ its usual
+	'mm/x.c'.  The obj folder needs no map then (its paths are relative
+	already), only the compile directory's name.  Otherwise (out/
+	outside the checkout) the absolute maps of a build without the
+	rewrite."""
+	base = env.get('CCACHE_BASEDIR')
+	pairs = [(src, SRC_MAP), *extra]
+	if base and all(_under(p, Path(base)) for p in (src, obj, *(p for p, _ in extra))):
+		rel = [(os.path.relpath(p, obj), dst) for p, dst in pairs]
+		return f'{prefix_map_flags(rel)} -fmacro-prefix-map={rel[0][0]}/='
+	return prefix_map_flags(pairs + [(obj, OBJ_MAP)])
 
 
 def make_vars(env: dict[str, str], src: Path, obj: Path,
@@ -105,8 +139,7 @@ def make_vars(env: dict[str, str], src: Path, obj: Path,
 	if 'CCACHE_DIR' not in env:
 		raise GkiError('ccache not found: every kernel compile goes through it '
 			       '(build/deps.sh installs it)')
-	aflags = prefix_map_flags([(src, SRC_MAP), (obj, OBJ_MAP)] + (extra_maps or []))
-	aflags += ' ' + PREPROCESSED_FLAGS
+	aflags = path_maps(env, src, obj, extra_maps or []) + ' ' + PREPROCESSED_FLAGS
 	return ['ARCH=arm64', 'LLVM=1', 'CC=ccache clang',
 		f'KCFLAGS={aflags} {PREPROCESSED_CFLAGS}', f'KAFLAGS={aflags}']
 

@@ -47,6 +47,25 @@ class ToolchainTest(unittest.TestCase):
 		self.assertIn(f'KAFLAGS={maps} -fdebug-compilation-dir=/gki/obj -Qunused-arguments',
 			      flags)
 
+	def test_maps_are_relative_to_the_obj_folder_under_the_checkout(self):
+		"""Under ccache's base_dir the maps name the folders as ccache
+		rewrites them, the same in every clone; outside, absolutely."""
+		def maps(top: str) -> str:
+			flags = toolchain.make_vars(
+				{'CCACHE_DIR': '/c', 'CCACHE_BASEDIR': top}, Path(f'{top}/out/src/linux'),
+				Path(f'{top}/out/release/obj'),
+				[(Path(f'{top}/out/release/ext/vendor/m'), '/gki/vendor/m')])
+			return next(f for f in flags if f.startswith('KAFLAGS='))
+		want = ('KAFLAGS=-ffile-prefix-map=../../src/linux=/gki/src '
+			'-ffile-prefix-map=../ext/vendor/m=/gki/vendor/m '
+			'-fmacro-prefix-map=../../src/linux/= -fdebug-compilation-dir=/gki/obj')
+		self.assertTrue(maps('/work/main').startswith(want), maps('/work/main'))
+		self.assertEqual(maps('/work/main'), maps('/tmp/ci/clone'))
+		outside = toolchain.make_vars({'CCACHE_DIR': '/c', 'CCACHE_BASEDIR': '/work/main'},
+					      Path('/o/src/linux'), Path('/o/release/obj'))
+		self.assertIn('-ffile-prefix-map=/o/src/linux=/gki/src '
+			      '-ffile-prefix-map=/o/release/obj=/gki/obj', ' '.join(outside))
+
 	def test_every_compile_goes_through_cc_unit(self):
 		env = toolchain.hermetic_env()
 		self.assertEqual(str(toolchain.CC_UNIT), env['CCACHE_PREFIX'])
@@ -74,6 +93,61 @@ int div_diff(int a, int b, int c)
 		DIV(c, b);
 }
 """
+
+
+class CloneTest(unittest.TestCase):
+	"""Two clones of a checkout, each with a kernel-shaped out/ (a tree in
+	out/src/linux, compiles in out/release/obj, absolute paths on the
+	command line as kbuild's), compile the same file through ccache with
+	the build's environment: the second clone is a cache hit, and both
+	objects are the bits of a compile that does not read the cache (as
+	'gki repro' builds)."""
+
+	def setUp(self):
+		tmp = tempfile.TemporaryDirectory()
+		self.addCleanup(tmp.cleanup)
+		self.dir = Path(tmp.name)
+		self.cache = self.dir / 'ccache'
+
+	def clone(self, name: str) -> tuple[Path, Path, Path]:
+		top = self.dir / name / 'checkout'
+		src, obj = top / 'out' / 'src' / 'linux', top / 'out' / 'release' / 'obj'
+		(src / 'include').mkdir(parents=True)
+		obj.mkdir(parents=True)
+		(src / 'include' / 'div.h').write_text('#define DIV(n, d) (((n) + (d) - 1) / (d))\n')
+		(src / 'div.c').write_text(MACRO_CALL.replace('"div.h"', '<div.h>') +
+					   'const char *where(void) { return __FILE__; }\n')
+		return top, src, obj
+
+	def compile(self, name: str, cache: bool = True) -> tuple[bytes, str]:
+		top, src, obj = self.clone(name)
+		env = {**toolchain.hermetic_env(use_ccache=cache, base=top),
+		       'CCACHE_DIR': str(self.cache)}
+		flags = next(f for f in toolchain.make_vars(env, src, obj)
+			     if f.startswith('KCFLAGS='))[len('KCFLAGS='):].split()
+		cmd = ['ccache', 'clang', '--target=aarch64-linux-gnu', '-O2', '-g', '-gdwarf-4',
+		       f'-I{src}/include', f'-fmacro-prefix-map={src}/=', *flags,
+		       '-Wp,-MMD,.div.o.d', '-c', '-o', 'div.o', f'{src}/div.c']
+		r = subprocess.run(cmd, cwd=obj, env=env, capture_output=True, text=True)
+		self.assertEqual(0, r.returncode, r.stderr)
+		stats = subprocess.run(['ccache', '--print-stats'], env=env, capture_output=True,
+				       text=True).stdout
+		return (obj / 'div.o').read_bytes(), stats
+
+	def hits(self, stats: str) -> int:
+		counts = dict(l.split('\t') for l in stats.splitlines() if '\t' in l)
+		return int(counts['direct_cache_hit']) + int(counts['preprocessed_cache_hit'])
+
+	def test_a_clone_in_another_folder_hits_the_cache(self):
+		first, stats = self.compile('a')
+		self.assertEqual(0, self.hits(stats))
+		second, stats = self.compile('elsewhere/b')
+		self.assertEqual(1, self.hits(stats))
+		self.assertEqual(first, second)
+		uncached, _ = self.compile('c', cache=False)
+		self.assertEqual(first, uncached)
+		self.assertIn(b'\0div.c\0', first)		# __FILE__, as kbuild makes it
+		self.assertNotIn(str(self.dir).encode(), first)
 
 
 class CcUnitTest(unittest.TestCase):
