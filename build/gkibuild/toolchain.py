@@ -67,6 +67,9 @@ def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR,
 			# relative to the compile directory: a clone in another
 			# folder hashes the same command lines (make_vars).
 			'CCACHE_BASEDIR': str(base),
+			# The absolute maps name the clone's own folder; the
+			# relative ones, hashed, say the same (path_maps).
+			'CCACHE_IGNOREOPTIONS': '-ffile-prefix-map=/*',
 			# A re-extracted tree has new header mtimes.
 			'CCACHE_SLOPPINESS': 'include_file_mtime,include_file_ctime',
 			'CCACHE_MAXSIZE': '5G',
@@ -117,19 +120,19 @@ def path_maps(env: dict[str, str], src: Path, obj: Path,
 	Where ccache's base_dir holds every folder, ccache hands the compiler
 	each absolute path under it made relative to obj ('../../src/linux/
 	mm/x.c'), so the maps name the folders that way too, and the command
-	line is the same in every clone: a clone in another folder hits the
-	cache.  The relative names also miss kbuild's absolute
+	line it hashes is the same in every clone: a clone in another folder
+	hits the cache.  The relative names also miss kbuild's absolute
 	-fmacro-prefix-map=$(srctree)/, so ours gives __FILE__ its usual
-	'mm/x.c'.  The obj folder needs no map then (its paths are relative
-	already), only the compile directory's name.  Otherwise (out/
-	outside the checkout) the absolute maps of a build without the
-	rewrite."""
+	'mm/x.c'.  The absolute maps stay for the compiles ccache does not
+	cache and runs as they came (an assembler file with .incbin, such as
+	usr/initramfs_data.S); hermetic_env keeps them out of the hash."""
 	base = env.get('CCACHE_BASEDIR')
 	pairs = [(src, SRC_MAP), *extra]
+	absolute = prefix_map_flags(pairs + [(obj, OBJ_MAP)])
 	if base and all(_under(p, Path(base)) for p in (src, obj, *(p for p, _ in extra))):
 		rel = [(os.path.relpath(p, obj), dst) for p, dst in pairs]
-		return f'{prefix_map_flags(rel)} -fmacro-prefix-map={rel[0][0]}/='
-	return prefix_map_flags(pairs + [(obj, OBJ_MAP)])
+		return f'{prefix_map_flags(rel)} -fmacro-prefix-map={rel[0][0]}/= {absolute}'
+	return absolute
 
 
 def make_vars(env: dict[str, str], src: Path, obj: Path,

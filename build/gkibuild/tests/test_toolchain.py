@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+import re
 import subprocess
 import tempfile
 import unittest
@@ -58,9 +59,17 @@ class ToolchainTest(unittest.TestCase):
 			return next(f for f in flags if f.startswith('KAFLAGS='))
 		want = ('KAFLAGS=-ffile-prefix-map=../../src/linux=/gki/src '
 			'-ffile-prefix-map=../ext/vendor/m=/gki/vendor/m '
-			'-fmacro-prefix-map=../../src/linux/= -fdebug-compilation-dir=/gki/obj')
+			'-fmacro-prefix-map=../../src/linux/= '
+			'-ffile-prefix-map=/work/main/out/src/linux=/gki/src '
+			'-ffile-prefix-map=/work/main/out/release/ext/vendor/m=/gki/vendor/m '
+			'-ffile-prefix-map=/work/main/out/release/obj=/gki/obj '
+			'-fdebug-compilation-dir=/gki/obj')
 		self.assertTrue(maps('/work/main').startswith(want), maps('/work/main'))
-		self.assertEqual(maps('/work/main'), maps('/tmp/ci/clone'))
+		# What ccache hashes: the absolute maps are ignored (hermetic_env).
+		hashed = [re.sub(r' -ffile-prefix-map=/\S+', '', maps(top))
+			  for top in ('/work/main', '/tmp/ci/clone')]
+		self.assertEqual(hashed[0], hashed[1])
+		self.assertEqual('-ffile-prefix-map=/*', toolchain.hermetic_env()['CCACHE_IGNOREOPTIONS'])
 		outside = toolchain.make_vars({'CCACHE_DIR': '/c', 'CCACHE_BASEDIR': '/work/main'},
 					      Path('/o/src/linux'), Path('/o/release/obj'))
 		self.assertIn('-ffile-prefix-map=/o/src/linux=/gki/src '
@@ -147,7 +156,25 @@ class CloneTest(unittest.TestCase):
 		uncached, _ = self.compile('c', cache=False)
 		self.assertEqual(first, uncached)
 		self.assertIn(b'\0div.c\0', first)		# __FILE__, as kbuild makes it
-		self.assertNotIn(str(self.dir).encode(), first)
+		self.assertFalse(str(self.dir).encode() in first, 'a build path in the object')
+
+	def test_a_compile_ccache_does_not_cache_is_mapped_too(self):
+		"""A C file with an .incbin (kernel/configs.c): ccache does not
+		cache it and runs it as it came, absolute paths and all, and the
+		absolute maps apply."""
+		top, src, obj = self.clone('a')
+		(obj / 'blob.bin').write_bytes(b'gki')	# beside the objects, as config_data.gz
+		(src / 'data.c').write_text('#include <div.h>\nint f(int a) { return DIV(a, 3); }\n'
+					    'asm(".incbin \\"blob.bin\\"");\n')
+		env = {**toolchain.hermetic_env(base=top), 'CCACHE_DIR': str(self.cache)}
+		flags = next(f for f in toolchain.make_vars(env, src, obj)
+			     if f.startswith('KCFLAGS='))[len('KCFLAGS='):].split()
+		r = subprocess.run(['ccache', 'clang', '--target=aarch64-linux-gnu', '-g', '-O2',
+				    f'-I{src}/include', f'-I{src}', *flags, '-c', '-o', 'data.o',
+				    f'{src}/data.c'], cwd=obj, env=env, capture_output=True, text=True)
+		self.assertEqual(0, r.returncode, r.stderr)
+		self.assertFalse(str(self.dir).encode() in (obj / 'data.o').read_bytes(),
+				 'a build path in the object')
 
 
 class CcUnitTest(unittest.TestCase):
