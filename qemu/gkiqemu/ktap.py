@@ -8,7 +8,8 @@ checked separately by console.py.
 
 The parser fails closed: a result line that breaks KTAP's rules (no number,
 a number other than the next, beyond its document's plan) fails whatever
-it says, and so does 'not ok ... # TODO'.
+it says, and so do 'not ok ... # TODO', a 'Bail out!' line, and a suite
+that passed without running a test (it printed no KTAP, or planned 1..0).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ _RESULT = re.compile(r'^(ok|not ok)(?=\s|$)(?:\s+(\d+)(?=\s|$))?\s*(?:-\s*)?([^#
 _KERNEL_LINE = re.compile(r'^\[\s*\d+\.\d+\]')
 _SKIP_WORD = re.compile(r'^SKIP\b\s*', re.I)
 _RUNNING = '# gki: running '	# printed by qemu/init before each suite
+_BAIL = 'Bail out!'		# KTAP: the test stopped early
 
 
 class Status(enum.Enum):
@@ -45,6 +47,7 @@ class Test:
 	plan: int | None = None
 	diag: list[str] = dataclasses.field(default_factory=list)
 	problem: str = ''	# why the line breaks KTAP's rules; the test then fails
+	bail: str | None = None	# the reason of its document's 'Bail out!' line
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
@@ -109,15 +112,17 @@ def _block(lines: list[tuple[int, str]], depth: int) -> Test:
 		m = _RESULT.match(text)
 		if m:
 			t = _result(m, len(doc.subtests) + 1)
-			if any(_VERSION.match(l) or _RESULT.match(l) or _PLAN.match(l)
-			       for _, l in pending):
+			if any(_VERSION.match(l) or _RESULT.match(l) or _PLAN.match(l) or
+			       l.startswith(_BAIL) for _, l in pending):
 				nested = _block(pending, depth + 1)
-				t.subtests, t.plan = nested.subtests, nested.plan
+				t.subtests, t.plan, t.bail = nested.subtests, nested.plan, nested.bail
 			t.diag = [l for _, l in pending if l.startswith('#')]
 			doc.subtests.append(t)
 			pending = []
 		elif _PLAN.match(text) and doc.plan is None:
 			doc.plan = int(_PLAN.match(text).group(1))
+		elif text.startswith(_BAIL) and doc.bail is None:
+			doc.bail = text[len(_BAIL):].strip() or 'no reason given'
 		elif text.startswith('#'):
 			doc.diag.append(text)
 			if text.startswith(_RUNNING):
@@ -126,7 +131,7 @@ def _block(lines: list[tuple[int, str]], depth: int) -> Test:
 		# Output began but no result line followed: the suite died.
 		nested = _block(pending, depth + 1)
 		doc.subtests.append(Test(running, Status.CRASHED, 'no result line',
-					 nested.subtests, nested.plan))
+					 nested.subtests, nested.plan, bail=nested.bail))
 	_check_plan(doc)
 	return doc
 
@@ -149,20 +154,38 @@ class Leaf:
 
 def leaves(doc: Test, prefix: str = '') -> list[Leaf]:
 	"""Flatten to the leaf tests, each named 'suite: case'.  A suite that
-	crashed, broke KTAP's rules, or whose verdict disagrees with its cases
-	(a non-zero exit after passing cases), adds a failed leaf of its own."""
+	crashed, broke KTAP's rules, bailed out, or whose verdict disagrees
+	with its cases (a non-zero exit after passing cases), adds a failed
+	leaf of its own; so does a suite (a test of the top document) that
+	passed without running a test.  The top document's own 'Bail out!'
+	is a failed leaf too."""
 	out = []
+	if not prefix and doc.bail is not None:
+		out.append(Leaf('harness', Status.FAIL, f'{_BAIL} {doc.bail}'))
 	for t in doc.subtests:
 		name = f'{prefix}{t.name}'
 		if not t.subtests:
-			out.append(Leaf(name, t.status, t.problem or _SKIP_WORD.sub('', t.directive)))
+			out.append(_leaf(t, name, suite=not prefix))
 			continue
 		sub = leaves(t, name + ': ')
 		out.extend(sub)
-		if t.problem or t.status == Status.CRASHED or (t.status == Status.FAIL and all(
+		if t.bail is not None:
+			out.append(Leaf(name, Status.FAIL, f'{_BAIL} {t.bail}'))
+		elif t.problem or t.status == Status.CRASHED or (t.status == Status.FAIL and all(
 				l.status in (Status.PASS, Status.SKIP) for l in sub)):
 			out.append(Leaf(name, t.status, t.problem or t.directive or 'suite failed'))
 	return out
+
+
+def _leaf(t: Test, name: str, suite: bool) -> Leaf:
+	"""A test without cases of its own.  A suite that passed so is
+	silent: it ran no test, which is a failure."""
+	if t.bail is not None:
+		return Leaf(name, Status.FAIL, f'{_BAIL} {t.bail}')
+	if suite and t.status == Status.PASS and not t.problem:
+		why = 'planned 1..0' if t.plan == 0 else 'printed no KTAP'
+		return Leaf(name, Status.FAIL, f'{why}: the suite ran no test')
+	return Leaf(name, t.status, t.problem or _SKIP_WORD.sub('', t.directive))
 
 
 class Stream:

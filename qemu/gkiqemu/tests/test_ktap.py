@@ -70,6 +70,44 @@ class KtapTest(unittest.TestCase):
 		self.assertEqual([('suite: global.x', S.PASS)],
 				 [(l.name, l.status) for l in ktap.leaves(doc)])
 
+	def test_a_silent_suite_fails(self):
+		"""A suite that exits 0 but printed no KTAP ran no test."""
+		text = 'KTAP version 1\n1..2\n    hello\nok 1 quiet\nok 2 mute\n'
+		leaves = ktap.leaves(ktap.parse(text))
+		self.assertEqual([('quiet', S.FAIL), ('mute', S.FAIL)],
+				 [(l.name, l.status) for l in leaves])
+		self.assertEqual('printed no KTAP: the suite ran no test', leaves[0].detail)
+
+	def test_a_suite_planning_nothing_fails(self):
+		text = 'KTAP version 1\n1..1\n    TAP version 13\n    1..0\nok 1 empty\n'
+		leaves = ktap.leaves(ktap.parse(text))
+		self.assertEqual([('empty', S.FAIL)], [(l.name, l.status) for l in leaves])
+		self.assertEqual('planned 1..0: the suite ran no test', leaves[0].detail)
+
+	def test_a_skipped_suite_stays_a_skip(self):
+		text = 'KTAP version 1\n1..1\n    KTAP version 1\n    1..0\nok 1 kunit # SKIP\n'
+		self.assertEqual([('kunit', S.SKIP)],
+				 [(l.name, l.status) for l in ktap.leaves(ktap.parse(text))])
+
+	def test_bail_out_fails_the_suite_named(self):
+		"""Bail out! after passing cases, and an exit status of 0."""
+		text = ('KTAP version 1\n1..1\n    TAP version 13\n    1..3\n    ok 1 global.one\n'
+			'    Bail out! no scratch disk\nok 1 suite_a\n')
+		leaves = ktap.leaves(ktap.parse(text))
+		self.assertIn(('suite_a', S.FAIL, 'Bail out! no scratch disk'),
+			      [(l.name, l.status, l.detail) for l in leaves])
+
+	def test_bail_out_before_any_case_fails(self):
+		text = 'KTAP version 1\n1..1\n    Bail out!\nok 1 suite_a\n'
+		self.assertEqual([('suite_a', S.FAIL, 'Bail out! no reason given')],
+				 [(l.name, l.status, l.detail) for l in ktap.leaves(ktap.parse(text))])
+
+	def test_bail_out_of_the_top_document_fails(self):
+		text = 'KTAP version 1\n1..2\nBail out! scratch disk did not mount\n'
+		leaves = ktap.leaves(ktap.parse(text))
+		self.assertEqual(('harness', S.FAIL, 'Bail out! scratch disk did not mount'),
+				 (leaves[0].name, leaves[0].status, leaves[0].detail))
+
 	def test_no_ktap_at_all(self):
 		self.assertIsNone(ktap.parse('[    0.1] Booting Linux\nKernel panic\n'))
 
