@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The harness's own failure paths, on a real boot of the built GKI: a
-kernel warning and a guest that never powers off must fail a run."""
+kernel warning, a guest that never powers off and a scratch disk that does
+not mount must fail a run."""
 
 import io
 import tempfile
@@ -49,7 +50,8 @@ class HarnessBootTest(unittest.TestCase):
 		p.chmod(0o755)
 		return p
 
-	def boot_with(self, script: Path, timeout_s: int, suite_timeout_s: int) -> boot.Boot:
+	def boot_with(self, script: Path, timeout_s: int, suite_timeout_s: int,
+		      scratch: Path | None = None) -> boot.Boot:
 		v = self.variant
 		# An initramfs of its own: `gki test` may be booting the
 		# variant's standard one meanwhile (background.py).
@@ -62,7 +64,7 @@ class HarnessBootTest(unittest.TestCase):
 		lst.write_text(spec)
 		initramfs.cpio_from_spec(LAYOUT, v, gdir)
 		cmd = boot.command(LAYOUT.dist(v) / 'Image', initrd, v.qemu_mem_mb,
-				   f'gki.mode=test gki.suite_timeout={suite_timeout_s}', None)
+				   f'gki.mode=test gki.suite_timeout={suite_timeout_s}', scratch)
 		return boot.run(cmd, self.dir / 'console.log', timeout_s)
 
 	def kernel_report(self, b: boot.Boot) -> str:
@@ -88,6 +90,20 @@ class HarnessBootTest(unittest.TestCase):
 		self.assertIn(('release: hang_with_child', ktap.Status.FAIL),
 			      [(o.name, o.status) for o in tally.outcomes])
 		self.assertIn('killed: timeout of 3 s', b.console)
+
+	def test_scratch_disk_that_does_not_mount_fails_the_run(self):
+		"""A disk that is there but holds no ext4: /init bails out of its
+		KTAP document instead of running suites that would skip."""
+		disk = self.dir / 'zeros.img'
+		with disk.open('wb') as f:
+			f.truncate(8 << 20)
+		b = self.boot_with(self.script('fine', KTAP_OK), 120, 60, disk)
+		self.assertTrue(b.finished, b.console[-2000:])
+		tally = runner.Tally(io.StringIO())
+		runner.evaluate(RELEASE, [b], tally)
+		failed = {o.name: o.detail for o in tally.outcomes if o.status == ktap.Status.FAIL}
+		self.assertEqual('Bail out! the scratch disk /dev/vda did not mount on /mnt/scratch',
+				 failed.get('release: harness'), failed)
 
 	def test_guest_that_never_powers_off_is_killed(self):
 		s = self.script('hang', 'sleep 1000\n')
@@ -115,6 +131,7 @@ class DebugHarnessBootTest(HarnessBootTest):
 	test_hung_suite_and_its_children_are_killed = None
 	test_guest_that_never_powers_off_is_killed = None
 	test_kernel_warning_fails_the_run = None
+	test_scratch_disk_that_does_not_mount_fails_the_run = None
 
 
 if __name__ == '__main__':
