@@ -11,14 +11,18 @@ from pathlib import Path
 from gkibuild import main, toolchain
 from gkibuild.kernel import Kernel
 from gkibuild.layout import VARIANTS, Layout
+from gkibuild.tests import prereq
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']
 
 
-@unittest.skipUnless((LAYOUT.ext(RELEASE) / 'vendor' / 'incfs').is_dir(),
-		     'release GKI and its vendor modules not built')
 class AbiUpdateTest(unittest.TestCase):
+	@classmethod
+	def setUpClass(cls):
+		prereq.require(None if (LAYOUT.ext(RELEASE) / 'vendor' / 'incfs').is_dir() else
+			       'release GKI and its vendor modules not built', 'the abi update tests')
+
 	def setUp(self):
 		self.tmp = tempfile.TemporaryDirectory()
 		top = Path(self.tmp.name)
