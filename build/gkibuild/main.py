@@ -17,7 +17,9 @@ from gkibuild.abi_changes import verdict
 from gkibuild.background import Background
 from gkibuild.kernel import Kernel, default_jobs
 from gkibuild.layout import VARIANTS, Layout, Variant, variants
-from gkibuild.util import GkiError, StageTimer, die, info, mtimes, rebuilt, sha256_file
+from gkibuild.util import (
+	EXIT_BUILD, EXIT_INTERRUPTED, EXIT_USAGE, GkiError, StageTimer, UsageError, die, info,
+	mtimes, rebuilt, sha256_file)
 
 
 ENFORCED_ENV = 'GKI_KMI_ENFORCED'
@@ -104,7 +106,7 @@ def kmi_enforced() -> bool:
 	otherwise."""
 	value = os.environ.get(ENFORCED_ENV, '1')
 	if value not in ('0', '1'):
-		raise GkiError(f'{ENFORCED_ENV}={value!r}: expected 0 or 1')
+		raise UsageError(f'{ENFORCED_ENV}={value!r}: expected 0 or 1')
 	return value == '1'
 
 
@@ -138,12 +140,12 @@ def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
 	"""abi check: build (the check is a stage); abi update: new baseline;
 	abi compare: another source or compiler against the baseline."""
 	if args.action != 'compare' and (args.source or args.toolchain):
-		raise GkiError('--source and --toolchain go with abi compare')
+		raise UsageError('--source and --toolchain go with abi compare')
 	if args.action == 'compare':
 		return abi_compare(args, layout)
 	if args.action == 'check':
 		if args.accept_break is not None:
-			raise GkiError('--accept-break goes with abi update, which records the break')
+			raise UsageError('--accept-break goes with abi update, which records the break')
 		build(layout, variants('release'), args.jobs, args.accept_source_update)
 		return 0
 	build(layout, variants('release'), args.jobs, args.accept_source_update, abi_check=False)
@@ -169,7 +171,7 @@ def abi_compare(args: argparse.Namespace, layout: Layout) -> int:
 	"""Build the release GKI as it is, then the candidate beside it."""
 	from gkibuild import compare
 	if bool(args.source) == bool(args.toolchain):
-		raise GkiError('abi compare needs one of --source VERSION and --toolchain clang-N')
+		raise UsageError('abi compare needs one of --source VERSION and --toolchain clang-N')
 	build(layout, variants('release'), args.jobs, args.accept_source_update, abi_check=False)
 	try:
 		if args.source:
@@ -207,7 +209,7 @@ def cmd_symbols(args: argparse.Namespace, layout: Layout) -> int:
 		mods = [m for m in ext_modules(layout) if m.symbol_list == args.name]
 		if not mods:
 			names = ', '.join([kmi.CORE] + [m.symbol_list for m in ext_modules(layout)])
-			raise GkiError(f'no module set named {args.name}; known: {names}')
+			raise UsageError(f'no module set named {args.name}; known: {names}')
 		kos = modules.build(k, mods[0], allow_undefined=True)
 	path = layout.symbol_lists / args.name
 	need = kmi.needs(kos, env, own=args.name != kmi.CORE)
@@ -237,7 +239,10 @@ def cmd_source(args: argparse.Namespace, layout: Layout) -> int:
 	if not offered:
 		arch.refresh()
 		offered = arch.versions(pin.package)
-	version = archive.resolve(args.version, offered)
+	try:
+		version = archive.resolve(args.version, offered)
+	except GkiError as e:
+		raise UsageError(str(e)) from None
 	tarball = archive.fetch(arch, pin.package, version, pin.tarball, archive.cache_dir())
 	sha256 = sha256_file(tarball)
 	source.write_pin(path, version, sha256)
@@ -324,6 +329,11 @@ def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
 	if args.timeout:
 		# A long campaign (BUILD.md): each suite gets 2/3 of it, as usual.
 		vs = [dataclasses.replace(v, qemu_timeout_s=args.timeout) for v in vs]
+	# The command line first: a usage error costs no build.
+	extra = [Path(p).resolve() for p in args.add]
+	for p in extra:
+		if not p.is_file() or not os.access(p, os.X_OK):
+			raise UsageError(f'--add {p}: not an executable file')
 	if args.prebuilt:
 		missing = [str(layout.dist(v) / 'Image') for v in vs
 			   if not (layout.dist(v) / 'Image').exists()]
@@ -331,10 +341,6 @@ def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
 			raise GkiError(f'--prebuilt: {", ".join(missing)} not built')
 	else:
 		build(layout, vs, args.jobs, args.accept_source_update)
-	extra = [Path(p).resolve() for p in args.add]
-	for p in extra:
-		if not p.is_file() or not os.access(p, os.X_OK):
-			raise GkiError(f'--add {p}: not an executable file')
 	if args.shell:
 		return runner.shell(layout, vs[0], extra)
 	return runner.guest_suites(layout, vs, extra, args.only,
@@ -345,9 +351,9 @@ def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
 	from gkiqemu import runner
 	vs = variants(args.variant)
 	if args.against_unhooked and args.variant != 'release':
-		raise GkiError('bench --against-unhooked measures the release GKI')
+		raise UsageError('bench --against-unhooked measures the release GKI')
 	if args.icount and not args.against_unhooked:
-		raise GkiError('--icount goes with bench --against-unhooked')
+		raise UsageError('--icount goes with bench --against-unhooked')
 	build(layout, vs, args.jobs, args.accept_source_update)
 	if args.cc_unit:
 		from gkibuild import unitcost
@@ -456,8 +462,10 @@ def main(argv: list[str]) -> int:
 		   'source': cmd_source}[args.cmd]
 	try:
 		return handler(args, layout)
+	except UsageError as e:
+		die(str(e), EXIT_USAGE)
 	except GkiError as e:
-		die(str(e))
+		die(str(e), EXIT_BUILD)
 	except KeyboardInterrupt:
-		die('interrupted')
-	return 1
+		die('interrupted', EXIT_INTERRUPTED)
+	return EXIT_BUILD

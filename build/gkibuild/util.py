@@ -15,7 +15,21 @@ from typing import Iterator, Mapping, Sequence
 
 
 class GkiError(Exception):
-	"""A failure the user can act on; main.py prints it as one line."""
+	"""A failure the user can act on; main.py prints it as one line.  The
+	exit status is EXIT_BUILD: a build, the ABI gate or the harness could
+	not do its job."""
+
+
+class UsageError(GkiError):
+	"""A command line that cannot be carried out as given: EXIT_USAGE."""
+
+
+# Exit statuses of build/gki (BUILD.md, "Exit status").
+EXIT_OK = 0		# everything asked for passed
+EXIT_FAILED = 1		# a test failed (or, for abi compare, the KMI breaks)
+EXIT_USAGE = 2		# a command line that cannot be carried out
+EXIT_BUILD = 3		# a build, the ABI gate or the harness failed
+EXIT_INTERRUPTED = 130	# interrupted (SIGINT), as a shell reports it
 
 
 def info(msg: str) -> None:
@@ -163,6 +177,6 @@ def sync_tree(src: Path, dst: Path) -> None:
 	write_if_changed(marker, ''.join(f'{r}\n' for r in sorted(map(str, wanted))).encode())
 
 
-def die(msg: str) -> None:
+def die(msg: str, status: int = EXIT_BUILD) -> None:
 	print(f'gki: error: {msg}', file=sys.stderr, flush=True)
-	sys.exit(1)
+	sys.exit(status)

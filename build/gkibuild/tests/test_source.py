@@ -3,8 +3,10 @@ import contextlib
 import io
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
+from unittest import mock
 from pathlib import Path
 
 from gkibuild import source
@@ -161,6 +163,36 @@ class CommandLineTest(unittest.TestCase):
 				self.assertIn(f'usage: gki {argv[0]}', r.stdout)
 			# build/deps.sh writes its log there before anything else.
 			self.assertEqual([], list(Path(out).iterdir()))
+
+	def gki(self, *argv: str, out: str) -> subprocess.CompletedProcess:
+		"""The Python half alone (no build/deps.sh), with its own out/."""
+		env = {**os.environ, 'GKI_OUT': out, 'PYTHONPATH': f'{TOP}/build:{TOP}/qemu'}
+		return subprocess.run([sys.executable, '-B', '-P', '-m', 'gkibuild', *argv],
+				      capture_output=True, text=True, env=env, cwd=TOP, timeout=60)
+
+	def test_exit_status_2_for_a_command_line_that_cannot_run(self):
+		with tempfile.TemporaryDirectory() as out:
+			for argv in (['abi', 'check', '--accept-break', 'x'], ['bench', '--icount'],
+				     ['build', '--frobnicate'], ['qemu', '--add', '/nonexistent']):
+				with self.subTest(argv=argv):
+					r = self.gki(*argv, out=out)
+					self.assertEqual(2, r.returncode, r.stderr)
+					self.assertEqual(1, len(r.stderr.strip().splitlines()[-1:]))
+
+	def test_exit_status_3_when_the_job_cannot_be_done(self):
+		with tempfile.TemporaryDirectory() as out:
+			r = self.gki('qemu', '--prebuilt', out=out)
+		self.assertEqual(3, r.returncode, r.stderr)
+		self.assertRegex(r.stderr, r'^gki: error: --prebuilt: .*Image not built\n$')
+
+	def test_exit_status_130_when_interrupted(self):
+		from gkibuild import main
+		with mock.patch.object(main, 'cmd_programs', side_effect=KeyboardInterrupt), \
+		     contextlib.redirect_stderr(io.StringIO()) as err, \
+		     self.assertRaises(SystemExit) as cm:
+			main.main(['programs'])
+		self.assertEqual(130, cm.exception.code)
+		self.assertEqual('gki: error: interrupted\n', err.getvalue())
 
 	def test_help_lists_the_commands(self):
 		r = subprocess.run([self.GKI, 'help'], capture_output=True, text=True)
