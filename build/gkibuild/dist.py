@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from gkibuild import gkimodules
 from gkibuild.kernel import Kernel
 from gkibuild.modules import ExtModule
 
@@ -54,9 +55,8 @@ def assemble(kernel: Kernel, headers: Path, ext: dict[ExtModule, list[Path]],
 	_tar_headers(headers, tmp / 'kernel-uapi-headers.tar.gz')
 
 	mods = tmp / 'modules'
-	(mods / 'kernel').mkdir(parents=True)
-	for ko in kernel.in_tree_modules():
-		shutil.copy2(ko, mods / 'kernel' / ko.name)
+	gkimodules.stage(kernel.in_tree_modules(), kernel.gki_modules(), manifest['kernel_release'],
+			 mods / 'gki')
 	for mod, kos in ext.items():
 		d = mods / mod.kind / mod.name
 		d.mkdir(parents=True)

@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gkibuild import kconfig, kmi, progress, toolchain, treesync
+from gkibuild import gkimodules, kconfig, kmi, progress, toolchain, treesync
 from gkibuild.layout import Layout, Variant
 from gkibuild.util import (
 	info, mtimes, rebuilt, run_logged, sha256_file, sha256_text, write_if_changed)
@@ -125,6 +125,16 @@ class Kernel:
 
 	def release(self) -> str:
 		return (self.obj / 'include' / 'config' / 'kernel.release').read_text().strip()
+
+	def gki_modules(self) -> list[str]:
+		"""The GKI modules of common/gki_modules, checked against what
+		this build made: every built module listed, and, for a variant
+		that builds the whole GKI, every listed module built."""
+		path = self.layout.common / gkimodules.LIST
+		listed = gkimodules.read_list(path)
+		built = [str(p.relative_to(self.obj)) for p in self.in_tree_modules()]
+		gkimodules.check(built, listed, self.variant.whole, path)
+		return listed
 
 	def in_tree_modules(self) -> list[Path]:
 		"""The in-tree modules of this configuration, from kbuild's

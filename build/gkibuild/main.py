@@ -61,6 +61,9 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 			k.build(kmi.union(lists))
 			st.note = f'{len(k.rebuilt)} objects rebuilt'
 			headers = k.headers()
+		with timer.stage(f'gki-modules-{v.name}', v.name) as st:
+			k.gki_modules()
+			st.note = f'{len(k.in_tree_modules())} built, as listed'
 		if k.trims_exports():
 			with timer.stage(f'kmi-{v.name}', v.name):
 				kmi.strict(k.obj / 'Module.symvers', kmi.union(lists),

@@ -9,6 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from gkibuild import toolchain
 from gkibuild.layout import Layout, Variant
 from gkibuild.util import GkiError, run_logged, write_if_changed
 
@@ -26,6 +27,23 @@ def busybox(layout: Layout) -> Path:
 	if not path.exists():
 		raise GkiError(f'{path} is missing; build/deps.sh unpacks it (run ./build/gki build)')
 	return path
+
+
+def stripped(ko: Path, dest: Path) -> Path:
+	"""ko without its debug info, at dest (made again when ko is newer):
+	the GKI modules' DWARF, a hundred megabytes, would have every boot
+	unpack it into guest memory for nothing.  The dist keeps them whole."""
+	if dest.exists() and dest.stat().st_mtime_ns >= ko.stat().st_mtime_ns:
+		return dest
+	dest.parent.mkdir(parents=True, exist_ok=True)
+	tmp = dest.with_name(dest.name + '.tmp')
+	objcopy = str(toolchain.LLVM_BIN / 'llvm-objcopy')
+	res = subprocess.run([objcopy, '--strip-debug', str(ko), str(tmp)], capture_output=True,
+			     text=True)
+	if res.returncode:
+		raise GkiError(f'llvm-objcopy --strip-debug {ko} failed: {res.stderr.strip()}')
+	tmp.rename(dest)
+	return dest
 
 
 def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path],
@@ -57,7 +75,11 @@ def write_cpio(layout: Layout, v: Variant, dist: Path, programs: dict[str, Path]
 		spec.append(f'dir /modules/{d.relative_to(mods)} 0755 0 0')
 	kos = sorted(mods.rglob('*.ko'))
 	for ko in kos:
-		spec.append(f'file /modules/{ko.relative_to(mods)} {ko} 0644 0 0')
+		rel = ko.relative_to(mods)
+		src = stripped(ko, gdir / 'stripped' / rel) if rel.parts[0] == 'gki' else ko
+		spec.append(f'file /modules/{rel} {src} 0644 0 0')
+	for f in sorted((mods / 'gki').glob('modules.*')):
+		spec.append(f'file /modules/gki/{f.name} {f} 0644 0 0')
 
 	etc = gdir / 'etc'
 	release = json.loads((dist / 'manifest.json').read_text())['kernel_release']
