@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Config stage: merge the fragments over allnoconfig, run olddefconfig,
-and verify that every option of the fragments took effect."""
+"""Config stage: merge the fragments over the variant's base (alldefconfig
+or allnoconfig), run olddefconfig, and verify that every option of the
+fragments took effect."""
 
 from __future__ import annotations
 

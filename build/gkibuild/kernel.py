@@ -69,12 +69,12 @@ class Kernel:
 		config = self.obj / '.config'
 		tree = (self.layout.src.parent / 'stamp.json').read_text()
 		stamp = self.obj / 'gki.config.stamp'
-		digest = sha256_text(text, tree)
+		digest = sha256_text(text, tree, self.variant.base)
 		if not (config.exists() and stamp.exists() and stamp.read_text() == digest):
 			stamp.unlink(missing_ok=True)
 			write_if_changed(fragment, text.encode())
-			self.make('allnoconfig', extra=[f'KCONFIG_ALLCONFIG={fragment}'],
-				  what='make allnoconfig')
+			base = self.variant.base
+			self.make(base, extra=[f'KCONFIG_ALLCONFIG={fragment}'], what=f'make {base}')
 			self.make('olddefconfig', what='make olddefconfig')
 			kconfig.verify(text, config)
 			stamp.write_text(digest)

@@ -21,6 +21,7 @@ class Variant:
 	qemu_mem_mb: int
 	qemu_timeout_s: int
 	whole: bool = True		# builds every GKI module of common/gki_modules
+	base: str = 'allnoconfig'	# the make target the fragments merge over
 
 
 VARIANTS = {

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+import re
 import tempfile
 import unittest
 from pathlib import Path
@@ -6,6 +7,7 @@ from pathlib import Path
 from gkibuild import kconfig, toolchain
 from gkibuild.kernel import Kernel
 from gkibuild.layout import Layout, Variant
+from gkibuild.tests import prereq
 from gkibuild.util import GkiError
 
 REAL = Layout.default()
@@ -29,20 +31,35 @@ class ParseTest(unittest.TestCase):
 				 kconfig.unmet({'CONFIG_X': 'y'}, {}))
 
 
-@unittest.skipUnless((REAL.src / 'Makefile').exists(), 'kernel tree not extracted')
+def configure(fragment: str, base: str = 'allnoconfig') -> dict[str, str]:
+	"""The .config the fragment gives over base, parsed."""
+	with tempfile.TemporaryDirectory() as tmp:
+		top, out = Path(tmp) / 'top', Path(tmp) / 'out'
+		(top / 'common').mkdir(parents=True)
+		(top / 'common' / 'test.config').write_text(fragment)
+		(out / 'src').mkdir(parents=True)
+		(out / 'src' / 'linux').symlink_to(REAL.src)
+		(out / 'src' / 'stamp.json').write_text('{}')
+		v = Variant('hosttest', ('test.config',), 0, 0, base=base)
+		k = Kernel(Layout(top, out), v, toolchain.hermetic_env(), 2)
+		k.configure()
+		return kconfig.parse((k.obj / '.config').read_text())
+
+
+def require_tree() -> None:
+	prereq.require(None if (REAL.src / 'Makefile').exists() else 'kernel tree not extracted',
+		       'the Kconfig tests')
+
+
 class RealKconfigTest(unittest.TestCase):
 	"""Run the tree's own Kconfig on fragments, as the build does."""
 
-	def configure(self, fragment: str) -> None:
-		with tempfile.TemporaryDirectory() as tmp:
-			top, out = Path(tmp) / 'top', Path(tmp) / 'out'
-			(top / 'common').mkdir(parents=True)
-			(top / 'common' / 'test.config').write_text(fragment)
-			(out / 'src').mkdir(parents=True)
-			(out / 'src' / 'linux').symlink_to(REAL.src)
-			(out / 'src' / 'stamp.json').write_text('{}')
-			v = Variant('hosttest', ('test.config',), 0, 0)
-			Kernel(Layout(top, out), v, toolchain.hermetic_env(), 2).configure()
+	@classmethod
+	def setUpClass(cls):
+		require_tree()
+
+	def configure(self, fragment: str) -> dict[str, str]:
+		return configure(fragment)
 
 	def test_option_without_prompt_is_caught(self):
 		# LZ4_COMPRESS has no prompt: only a select can set it.
@@ -56,6 +73,92 @@ class RealKconfigTest(unittest.TestCase):
 	def test_satisfiable_fragment_passes(self):
 		self.configure('CONFIG_BLOCK=y\nCONFIG_BLK_DEV=y\nCONFIG_VIRTIO_MENU=y\n'
 			       'CONFIG_VIRTIO_MMIO=y\nCONFIG_VIRTIO_BLK=y\n')
+
+
+# What the GKI must build in (=y) or ship as a GKI module (=m): a few
+# options that stand for each subsystem of its scope (BUILD.md,
+# "Configuration").
+SCOPE = {
+	'core': 'CGROUPS MEMCG CPUSETS CGROUP_SCHED BLK_CGROUP CGROUP_FREEZER CGROUP_BPF '
+		'UCLAMP_TASK_GROUP PSI BPF_SYSCALL BPF_JIT NAMESPACES USER_NS PID_NS NET_NS '
+		'SECCOMP_FILTER SECURITY_SELINUX AUDIT KPROBES FTRACE ANDROID_VENDOR_HOOKS',
+	'memory': 'ZSMALLOC CMA DMABUF_HEAPS DMABUF_HEAPS_SYSTEM DMABUF_HEAPS_CMA USERFAULTFD '
+		  'KSM TRANSPARENT_HUGEPAGE ANON_VMA_NAME',
+	'storage': 'VIRTIO_BLK SCSI SCSI_UFSHCD MMC BLK_DEV_DM DM_VERITY DM_CRYPT DM_LOG_WRITES '
+		   'BLK_DEV_LOOP F2FS_FS EROFS_FS EXT4_FS FUSE_FS VFAT_FS EXFAT_FS OVERLAY_FS '
+		   'FS_VERITY FS_ENCRYPTION FS_ENCRYPTION_INLINE_CRYPT BLK_INLINE_ENCRYPTION',
+	'network': 'INET IPV6 NETFILTER NF_CONNTRACK IP_NF_IPTABLES IP6_NF_IPTABLES '
+		   'NETFILTER_XT_MATCH_BPF NETFILTER_XT_MATCH_OWNER TUN BRIDGE VSOCKETS',
+	'devices': 'DRM DRM_KMS_HELPER SND SND_SOC INPUT INPUT_EVDEV USB USB_GADGET USB_CONFIGFS '
+		   'USB_CONFIGFS_F_FS TYPEC IIO REGMAP_I2C REGULATOR COMMON_CLK PINCTRL GPIOLIB '
+		   'POWER_SUPPLY THERMAL PM_DEVFREQ CPU_FREQ CPU_FREQ_GOV_SCHEDUTIL CPU_IDLE '
+		   'CPU_IDLE_GOV_TEO RTC_CLASS MEDIA_SUPPORT VIDEO_DEV REMOTEPROC RPMSG MAILBOX PCI',
+}
+GKI_MODULES = 'ZRAM CFG80211 MAC80211'
+EXCLUDED = REAL.common / 'gki.config.excluded'
+
+
+def excluded() -> dict[str, str]:
+	"""gki.config.excluded: option -> why it is left out."""
+	out = {}
+	for line in EXCLUDED.read_text().splitlines():
+		if line.strip() and not line.startswith('#'):
+			opt, why = line.split(None, 1)
+			out[opt] = why
+	return out
+
+
+GENERIC = 'gki-generic.config'
+
+
+class ScopeTest(unittest.TestCase):
+	"""gki-generic.config, over alldefconfig, is a GKI at real size."""
+
+	@classmethod
+	def setUpClass(cls):
+		require_tree()
+		fragment = (REAL.common / GENERIC).read_text()
+		cls.config = configure(fragment, 'alldefconfig')
+
+	def test_at_least_1900_options_are_built_in(self):
+		self.assertGreaterEqual(sum(v == 'y' for v in self.config.values()), 1900)
+
+	def test_each_subsystem_of_the_scope_is_built_in(self):
+		for area, opts in SCOPE.items():
+			for opt in opts.split():
+				with self.subTest(area=area, opt=opt):
+					self.assertEqual('y', self.config.get(f'CONFIG_{opt}'))
+
+	def test_zram_and_wireless_are_gki_modules(self):
+		for opt in GKI_MODULES.split():
+			with self.subTest(opt):
+				self.assertEqual('m', self.config.get(f'CONFIG_{opt}'))
+
+
+class ExcludedTest(unittest.TestCase):
+	"""gki.config.excluded names only options the tree does not have,
+	each with a reason, and none of them is in gki-generic.config."""
+
+	def test_each_excluded_option_has_a_reason(self):
+		for opt, why in excluded().items():
+			with self.subTest(opt):
+				self.assertRegex(opt, r'^CONFIG_[A-Z0-9_]+$')
+				self.assertGreater(len(why.split()), 1)
+
+	def test_no_excluded_option_is_in_the_fragment(self):
+		frag = kconfig.parse((REAL.common / GENERIC).read_text())
+		self.assertEqual([], sorted(set(excluded()) & set(frag)))
+
+	def test_the_tree_defines_none_of_them(self):
+		"""Once a patch brings one in, it belongs in gki.config.  CMDLINE
+		exists upstream: it is left out for what Android sets it to."""
+		require_tree()
+		defined = set()
+		for kc in REAL.src.rglob('Kconfig*'):
+			for m in re.finditer(r'^\s*(?:menu)?config\s+(\w+)', kc.read_text(errors='replace'),
+					     re.M):
+				defined.add(f'CONFIG_{m.group(1)}')
+		self.assertEqual([], sorted(set(excluded()) & defined - {'CONFIG_CMDLINE'}))
 
 
 if __name__ == '__main__':
