@@ -152,20 +152,21 @@ class Leaf:
 	detail: str = ''
 
 
-def leaves(doc: Test, prefix: str = '') -> list[Leaf]:
+def leaves(doc: Test, prefix: str = '', suites: bool = True) -> list[Leaf]:
 	"""Flatten to the leaf tests, each named 'suite: case'.  A suite that
 	crashed, broke KTAP's rules, bailed out, or whose verdict disagrees
 	with its cases (a non-zero exit after passing cases), adds a failed
-	leaf of its own; so does a suite (a test of the top document) that
-	passed without running a test.  The top document's own 'Bail out!'
-	is a failed leaf too."""
+	leaf of its own.  With suites (the top document's tests are suites,
+	as /init's are), one that passed without running a test fails too;
+	without (one program's own document), they are its cases.  The top
+	document's own 'Bail out!' is a failed leaf too."""
 	out = []
 	if not prefix and doc.bail is not None:
 		out.append(Leaf('harness', Status.FAIL, f'{_BAIL} {doc.bail}'))
 	for t in doc.subtests:
 		name = f'{prefix}{t.name}'
 		if not t.subtests:
-			out.append(_leaf(t, name, suite=not prefix))
+			out.append(_leaf(t, name, suite=suites and not prefix))
 			continue
 		sub = leaves(t, name + ': ')
 		out.extend(sub)

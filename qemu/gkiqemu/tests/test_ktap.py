@@ -84,6 +84,14 @@ class KtapTest(unittest.TestCase):
 		self.assertEqual([('empty', S.FAIL)], [(l.name, l.status) for l in leaves])
 		self.assertEqual('planned 1..0: the suite ran no test', leaves[0].detail)
 
+	def test_a_programs_own_cases_are_not_silent_suites(self):
+		"""One program's document (a host C test): its top-level tests
+		are cases, which pass without nested KTAP."""
+		text = 'TAP version 13\n1..2\nok 1 lw.one\nok 2 lw.two\n'
+		self.assertEqual([('lw.one', S.PASS), ('lw.two', S.PASS)],
+				 [(l.name, l.status)
+				  for l in ktap.leaves(ktap.parse(text), suites=False)])
+
 	def test_a_skipped_suite_stays_a_skip(self):
 		text = 'KTAP version 1\n1..1\n    KTAP version 1\n    1..0\nok 1 kunit # SKIP\n'
 		self.assertEqual([('kunit', S.SKIP)],
