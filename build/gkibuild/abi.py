@@ -48,7 +48,8 @@ def check(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[s
 	rc, text = abidiff.diff(base, new, symbols, report)
 	old_exports = read_symvers(abi_dir / SYMVERS)
 	new_exports = read_symvers(symvers)	# strict mode: the KMI, one for one
-	found = changes(abidiff.classify(text, rc), old_exports, new_exports)
+	found = changes(abidiff.classify(text, rc), old_exports, new_exports,
+			(abidiff.definitions(base), abidiff.definitions(new)))
 	res = Result(found, report, text, abi_breaks.load(abi_dir))
 	res.short = abi_short.render(res, lists, title)
 	(out_dir / SHORT).write_text(res.short)

@@ -2,8 +2,9 @@
 """abi/allowed_breaks: the KMI breaks taken on purpose, with why and when.
 
 'abi update --accept-break REASON' appends one [[break]] table listing the
-changes it accepted (abi.Change.key: kind, name, what changed, old -> new).
-The gate passes a change listed here, so a deliberate break recorded in one
+changes it accepted (abi_changes.Change.key: kind, name, a type's
+definition file, what changed, old -> new, whole or with its digest).  The
+gate passes a change listed here, so a deliberate break recorded in one
 commit stays accepted when that commit is rebased or cherry-picked onto a
 branch whose baseline predates it; any other change still fails.  Written
 as TOML so a reviewer reads it in the diff and tomllib parses it strictly.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -21,6 +23,8 @@ from gkibuild.util import GkiError
 FILE = 'allowed_breaks'
 HEADER = ('# KMI breaks taken on purpose, recorded by ./build/gki abi update --accept-break.\n'
 	  '# The ABI gate passes a change listed here; see BUILD.md, "The KMI".\n')
+# A type's key names its definition file: 'type struct foo at foo.h: ...'.
+_TYPE_WITHOUT_SITE = re.compile(r'(?:type|enum) (?:(?! at )[^:])*: ')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +47,22 @@ def load(abi_dir: Path) -> dict[str, Record]:
 			   for t in tables]
 	except (tomllib.TOMLDecodeError, KeyError, TypeError) as e:
 		raise GkiError(f'{path}: not a list of [[break]] records: {e}') from None
+	old = [key for r in records for key in r.changes if old_format(key)]
+	if old:
+		raise GkiError(
+			f'{path}: {len(old)} recorded change(s) in the old format, which could allow '
+			'another change (a description cut short, or a type without its definition '
+			'file):\n' + ''.join(f'  {key}\n' for key in old)
+			+ 'delete them; a break still to take, take again with ./build/gki abi update '
+			'--accept-break "REASON" (BUILD.md, "The KMI")')
 	return {key: r for r in records for key in r.changes}
+
+
+def old_format(key: str) -> bool:
+	"""A key written before keys held the whole change and a type's site:
+	cut to 160 characters without a digest ('...'), or a type's without
+	' at FILE'."""
+	return key.endswith('...') or bool(_TYPE_WITHOUT_SITE.match(key))
 
 
 def _string(s: str) -> str:

@@ -12,9 +12,10 @@ abi/allowed_breaks (abi_breaks.py) no longer fails the gate.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from gkibuild import abi_breaks, abidiff
 from gkibuild.util import GkiError
@@ -55,26 +56,40 @@ def write_symvers(path: Path, exports: Mapping[str, Export]) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Change:
-	"""One difference between the baseline and a build.  key (kind, name,
-	what) is what abi/allowed_breaks records, so it holds no count that
-	moves when the lists grow."""
+	"""One difference between the baseline and a build.  key is what
+	abi/allowed_breaks records, so it holds no count that moves when the
+	lists grow and no line number that moves when a header does."""
 	kind: str			# a key of SEVERITY
 	name: str			# the type ('struct foo') or the symbol
-	what: str			# one line: what changed, old -> new
+	what: str			# one line, whole: what changed, old -> new
 	reaches: tuple[str, ...] = ()	# KMI symbols it reaches (a type's interfaces)
 	cause: str = ''			# why, when the change itself does not say
+	site: str = ''			# a type's definition, as abidiff gives it: 'foo.h:12:1'
 
 	@property
 	def severity(self) -> str:
 		return SEVERITY[self.kind]
 
 	@property
+	def shown(self) -> str:
+		"""what, cut to WHAT_MAX characters for the short report."""
+		return shorten(self.what)
+
+	@property
 	def key(self) -> str:
-		return f'{self.kind} {self.name}: {self.what}'
+		"""kind, name, a type's definition file (two types may share a
+		name) and the whole of what changed; a description longer than
+		WHAT_MAX is recorded cut, with the sha256 of the whole, so a record
+		matches its own change and no other."""
+		where = f' at {self.site.split(":")[0] or NO_SITE}' if self.kind in TYPE_KINDS else ''
+		what = self.what
+		if len(what) > WHAT_MAX:
+			what = f'{self.shown} (sha256 {hashlib.sha256(what.encode()).hexdigest()})'
+		return f'{self.kind} {self.name}{where}: {what}'
 
 
 # The first line of a leaf block: a type, a function or a variable.
-_TYPE_HEAD = re.compile(r"'(?P<decl>.+?)(?: at [^']*)?' changed:")
+_TYPE_HEAD = re.compile(r"'(?P<decl>.+?)(?: at (?P<site>[^']*))?' changed:")
 _FUNC_HEAD = re.compile(r"\[C\] 'function [^']*?(?P<name>[\w.$]+)\(.*' (?:at \S+ )?"
 			r'has some sub-type changes:')
 _VAR_HEAD = re.compile(r"\[C\] '[^']*?(?P<name>[\w.$]+)(?:\[\d*\])*' (?:was changed|.* at )")
@@ -83,7 +98,9 @@ _NAMESPACE = re.compile(r'namespace changed from .+ to .+')
 _IMPACT = re.compile(r'(?:(\d+)|one) impacted interfaces?:')
 _LOCATION = re.compile(r' at [\w./+-]+:\d+(?::\d+)?')
 _NOISE = ('details were reported earlier', "type size hasn't changed")
-WHAT_MAX = 160
+WHAT_MAX = 160		# characters of a description shown (and recorded, with a digest)
+TYPE_KINDS = ('type', 'enum')
+NO_SITE = 'no location'	# a type's key when abidiff gives no definition site
 CAUSES_SHOWN = 2	# a CRC change names this many of the changes reaching it
 # A type block whose details abidiff gave with the symbol of that type.
 ELSEWHERE = 'changed (details under another entry of report.txt)'
@@ -119,9 +136,13 @@ def _split_block(block: str) -> tuple[str, list[str], list[str]]:
 
 
 def _what(details: list[str]) -> str:
-	"""One line of details, without source locations: a recorded break
-	must still match when an unrelated change moves the lines of a header."""
-	text = '; '.join(_LOCATION.sub('', d).rstrip(':') for d in details) or ELSEWHERE
+	"""One line of details, whole, without source locations: a recorded
+	break must still match when an unrelated change moves a header's lines."""
+	return '; '.join(_LOCATION.sub('', d).rstrip(':') for d in details) or ELSEWHERE
+
+
+def shorten(text: str) -> str:
+	"""text as the short report shows it: WHAT_MAX characters at most."""
 	return text if len(text) <= WHAT_MAX else text[:WHAT_MAX - 3] + '...'
 
 
@@ -135,7 +156,7 @@ def block_change(block: str) -> Change:
 	if m := _TYPE_HEAD.fullmatch(head):
 		decl = m.group('decl')
 		return Change('enum' if decl.startswith('enum ') else 'type', decl,
-			      _what(details), reaches)
+			      _what(details), reaches, site=m.group('site') or '')
 	m = _FUNC_HEAD.fullmatch(head) or _VAR_HEAD.match(head)
 	if not m:
 		return Change('unclassified', head, 'a leaf change the gate cannot name')
@@ -159,27 +180,48 @@ def _export_what(old: Export, new: Export) -> str | None:
 	return '; '.join(parts) or None
 
 
-def changes(rep: abidiff.Report, old: Mapping[str, Export],
-	    new: Mapping[str, Export]) -> list[Change]:
+def changes(rep: abidiff.Report, old: Mapping[str, Export], new: Mapping[str, Export],
+	    defined: Sequence[Mapping[str, set[str]]] = ()) -> list[Change]:
 	"""Every change, once: abidiff's leaf blocks and entries merged with the
 	Module.symvers tables (either alone catches a removal or an addition;
-	only the tables see in-tree modules' CRCs, kinds and namespaces)."""
-	out: dict[tuple[str, str], Change] = {}
+	only the tables see in-tree modules' CRCs, kinds and namespaces).  A
+	type is its name and its definition site: two types of one name
+	(struct foo in two headers) are two changes.  defined: per dump,
+	abidiff.definitions (for _hidden)."""
+	out: dict[tuple[str, ...], Change] = {}
 	for block in rep.changed:
 		c = block_change(block)
-		out.setdefault((c.kind, c.name), c)
+		out.setdefault((c.kind, c.name, c.site), c)
 	for s in sorted((set(old) - set(new)) | set(rep.removed)):
-		out[('removed', s)] = Change('removed', s, 'no longer exported', (s,))
+		out[('removed', s, '')] = Change('removed', s, 'no longer exported', (s,))
 	for s in sorted((set(new) - set(old)) | set(rep.added)):
-		out[('added', s)] = Change('added', s, 'newly exported', (s,))
+		out[('added', s, '')] = Change('added', s, 'newly exported', (s,))
 	for s in sorted(set(old) & set(new)):
 		if old[s].crc != new[s].crc:
-			out[('crc', s)] = Change('crc', s, f'CRC {old[s].crc} -> {new[s].crc}', (s,))
+			out[('crc', s, '')] = Change('crc', s, f'CRC {old[s].crc} -> {new[s].crc}', (s,))
 		if (what := _export_what(old[s], new[s])):
-			out[('export', s)] = Change('export', s, what, (s,))
-	for why in rep.unclassified:
-		out[('unclassified', why)] = Change('unclassified', 'report', why)
+			out[('export', s, '')] = Change('export', s, what, (s,))
+	for why in rep.unclassified + _hidden(list(out.values()), defined):
+		out[('unclassified', why, '')] = Change('unclassified', 'report', why)
 	return _with_causes(list(out.values()))
+
+
+def _hidden(found: list[Change], defined: Sequence[Mapping[str, set[str]]]) -> list[str]:
+	"""libabigail 2.2's leaf report keeps one change per type name: when a
+	dump defines a changed type's name at more sites than the report shows
+	changes of it, a change of another definition may be hidden, and the
+	check fails closed naming them."""
+	out = []
+	for name in sorted({c.name for c in found if c.kind in TYPE_KINDS}):
+		shown = {c.site for c in found if c.kind in TYPE_KINDS and c.name == name}
+		sites = [d.get(name, set()) for d in defined]
+		if len(shown) < max((len(s) for s in sites), default=0):
+			others = sorted(set().union(*sites) - shown)
+			out.append(f'{name} has several definitions in the KMI and abidiff shows a change '
+				   f'of {", ".join(sorted(shown))} only; libabigail reports one change per '
+				   f'type name, so a change at {", ".join(others)} may be hidden (compare '
+				   'the dumps with abidiff without --leaf-changes-only)')
+	return out
 
 
 def _with_causes(found: list[Change]) -> list[Change]:
@@ -187,7 +229,7 @@ def _with_causes(found: list[Change]) -> list[Change]:
 	symbol, or, when none does, a declaration only genksyms sees."""
 	reached: dict[str, list[str]] = {}
 	for c in found:
-		if c.kind in ('type', 'enum', 'symbol'):
+		if c.kind in (*TYPE_KINDS, 'symbol'):
 			for s in c.reaches:
 				own = c.kind == 'symbol' and s == c.name
 				reached.setdefault(s, []).append('its own signature' if own else c.name)

@@ -6,15 +6,16 @@ and per changed symbol, types first and the widest-reaching first, so the
 cause of a break leads and the CRC changes it explains follow; then, per
 vendor list in symbol_lists/, the KMI symbols the breaks reach: whom the
 break hurts.  A tracepoint's symbol says which tracepoint it is
-(__traceiter_android_vh_X: vendor hook android_vh_X).  abidiff's whole
-report stays in report.txt.
+(__traceiter_android_vh_X: vendor hook android_vh_X); a type whose name
+another changed type shares says where it is defined (struct foo at
+foo.h:12:1).  abidiff's whole report stays in report.txt.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from gkibuild.abi_changes import APPROVAL, BREAK, Change, Result
+from gkibuild.abi_changes import APPROVAL, BREAK, NO_SITE, TYPE_KINDS, Change, Result
 from gkibuild.kmi import tracepoint_of
 
 SHOWN = 8	# names listed per vendor list before "and N more"
@@ -37,12 +38,21 @@ def _stands_for(symbol: str) -> str:
 	return f' ({"vendor hook" if tp.startswith(VENDOR_HOOKS) else "tracepoint"} {tp})'
 
 
-def _line(c: Change, res: Result, lists: Mapping[str, set[str]]) -> str:
+def _shared_names(res: Result) -> set[str]:
+	"""The names of types that more than one changed type has."""
+	names = [c.name for c in res.of(*TYPE_KINDS)]
+	return {n for n in names if names.count(n) > 1}
+
+
+def _line(c: Change, res: Result, lists: Mapping[str, set[str]], shared: set[str]) -> str:
 	rec = res.allowed.get(c.key)
 	label = 'ALLOWED' if rec else c.severity
-	about = '' if c.kind in ('type', 'enum') else _stands_for(c.name)
-	text = f'  {label:<9} {c.name}{about}: {c.what}'
-	if c.kind in ('type', 'enum'):
+	if c.kind in TYPE_KINDS:
+		about = f' at {c.site or NO_SITE}' if c.name in shared else ''
+	else:
+		about = _stands_for(c.name)
+	text = f'  {label:<9} {c.name}{about}: {c.shown}'
+	if c.kind in TYPE_KINDS:
 		n = len(c.reaches)
 		text += f' [reaches {n} KMI symbol{"s" if n != 1 else ""}: {_lists_of(c.reaches, lists)}]'
 	elif c.reaches:
@@ -54,9 +64,9 @@ def _line(c: Change, res: Result, lists: Mapping[str, set[str]]) -> str:
 	return text
 
 
-def _order(c: Change) -> tuple[int, int, str]:
+def _order(c: Change) -> tuple[int, int, str, str]:
 	rank = {BREAK: 0, APPROVAL: 1}.get(c.severity, 2)
-	return (rank, -len(c.reaches), c.name)
+	return (rank, -len(c.reaches), c.name, c.site)
 
 
 def _hurt(res: Result, lists: Mapping[str, set[str]]) -> list[str]:
@@ -75,18 +85,19 @@ def _hurt(res: Result, lists: Mapping[str, set[str]]) -> list[str]:
 
 def render(res: Result, lists: Mapping[str, set[str]], title: str) -> str:
 	"""The short report of res; lists: symbol_lists/ by name."""
-	types = sorted(res.of('type', 'enum'), key=_order)
-	symbols = sorted((c for c in res.changes if c.kind not in ('type', 'enum', 'unclassified')),
+	types = sorted(res.of(*TYPE_KINDS), key=_order)
+	symbols = sorted((c for c in res.changes if c.kind not in (*TYPE_KINDS, 'unclassified')),
 			 key=_order)
+	shared = _shared_names(res)
 	n = {s: len(res.pending(s)) for s in (BREAK, APPROVAL)}
 	allowed = sum(1 for c in res.changes if c.key in res.allowed)
 	lines = [f'{title}: {len(types)} type change(s), {len(symbols)} symbol change(s): '
 		 f'{n[BREAK]} break(s), {n[APPROVAL]} needing approval, {len(res.added)} '
 		 f'addition(s), {allowed} recorded in abi/allowed_breaks']
 	if types:
-		lines += ['types:'] + [_line(c, res, lists) for c in types]
+		lines += ['types:'] + [_line(c, res, lists, shared) for c in types]
 	if symbols:
-		lines += ['symbols:'] + [_line(c, res, lists) for c in symbols]
+		lines += ['symbols:'] + [_line(c, res, lists, shared) for c in symbols]
 	if res.unclassified:
 		lines += ['not classified (the gate fails closed; read report.txt):']
 		lines += [f'  {u}' for u in res.unclassified]

@@ -264,6 +264,26 @@ def _check_counts(rep: Report, summary: dict[str, int | None], types: int, entri
 					f'changed leaf type(s), the parser found {types}')
 
 
+# A struct, union or enum of a dump, and the attributes of its definition.
+_TYPE_DECL = re.compile(r"<(class|union|enum)-decl name='([^']+)'([^>]*)>")
+_SITE = re.compile(r"filepath='([^']*)' line='(\d+)' column='(\d+)'")
+_KEYWORD = {'class': 'struct', 'union': 'union', 'enum': 'enum'}
+
+
+def definitions(dump_file: Path) -> dict[str, set[str]]:
+	"""Type name ('struct foo') -> where a dump defines it, as abidiff
+	writes a site ('foo.h:12:1').  Declarations, and anonymous types (their
+	names are libabigail's numbering), are left out."""
+	out: dict[str, set[str]] = {}
+	for kind, name, attrs in _TYPE_DECL.findall(dump_file.read_text()):
+		site = _SITE.search(attrs)
+		if not site or name.startswith('__anonymous_') or "is-declaration-only='yes'" in attrs:
+			continue
+		path, line, col = site.groups()
+		out.setdefault(f'{_KEYWORD[kind]} {name}', set()).add(f'{Path(path).name}:{line}:{col}')
+	return out
+
+
 def classify(text: str, rc: int) -> Report:
 	"""parse_report, held against abidiff's exit status: a change the status
 	signals but the report does not show is not classified, and fails."""

@@ -230,19 +230,28 @@ def symvers_exports(symvers: Path) -> dict[str, tuple[str, str]]:
 	return out
 
 
-def strict(symvers: Path, kmi: set[str], lists_dir: Path) -> None:
-	"""The exports of the build must be the KMI, one for one."""
+def strict(symvers: Path, lists: Mapping[str, set[str]], lists_dir: Path) -> None:
+	"""The exports of the build must be the KMI (the union of lists, by
+	name), one for one.  The error names the list to fix and the command:
+	an export in no list is one the GKI's in-tree modules use (core's);
+	a listed symbol the kernel does not export is in the lists naming it."""
 	exports = set(symvers_exports(symvers))
-	extra = sorted(exports - kmi)
-	missing = sorted(kmi - exports)
+	extra = sorted(exports - union(lists))
+	missing = sorted(union(lists) - exports)
 	if not extra and not missing:
 		return
 	msg = [f'KMI strict mode: the exports in {symvers} differ from the union of {lists_dir}/*']
 	if extra:
 		msg.append(f'  exported but in no list ({len(extra)}): ' + ' '.join(extra[:20]))
+		msg.append(f'    the GKI\'s in-tree modules use them: {lists_dir / CORE} is stale; '
+			   f'run ./build/gki symbols update {CORE}')
 	if missing:
 		msg.append(f'  listed but not exported ({len(missing)}; a typo, or a symbol the '
 			   'kernel no longer has): ' + ' '.join(missing[:20]))
+		for name, syms in sorted(lists.items()):
+			if (gone := sorted(syms - exports)):
+				msg.append(f'    {lists_dir / name} lists {" ".join(gone[:20])}: '
+					   f'run ./build/gki symbols update {name} --remove')
 	raise GkiError('\n'.join(msg))
 
 
@@ -258,6 +267,21 @@ def explain_undefined(log_text: str, exportable_syms: set[str], list_path: Path,
 	lines.append(f'add the symbols to {list_path} (or run ./build/gki symbols update '
 		     f'{list_name}), then build again')
 	return '\n'.join(lines)
+
+
+def stale(need: Mapping[str, Mapping[str, set[str]]], lists: Mapping[str, set[str]],
+	  allowed: set[str]) -> list[str]:
+	"""Each list stands alone: per list, the symbols its modules need
+	(need: list name -> symbol -> the modules needing it) that a list could
+	hold (allowed) but that list does not, one line each naming the
+	module, the symbol, the list and the command that fixes it."""
+	out = []
+	for name, syms in sorted(need.items()):
+		for sym, mods in sorted(syms.items()):
+			if sym in allowed and sym not in lists.get(name, set()):
+				out.append(f'{", ".join(sorted(mods))} needs {sym}, missing from '
+					   f'symbol_lists/{name} (./build/gki symbols update {name})')
+	return out
 
 
 def tracepoint_of(symbol: str) -> str | None:

@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 from pathlib import Path
+from typing import Mapping
 
 from gkibuild import abi, archive, dist, distcc, kmi, modules, source, toolchain, tools
 from gkibuild.abi_changes import verdict
@@ -66,12 +67,13 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 			st.note = f'{len(k.in_tree_modules())} built, as listed'
 		if k.trims_exports():
 			with timer.stage(f'kmi-{v.name}', v.name):
-				kmi.strict(k.obj / 'Module.symvers', kmi.union(lists),
-					   layout.symbol_lists)
+				kmi.strict(k.obj / 'Module.symvers', lists, layout.symbol_lists)
 		with timer.stage(f'modules-{v.name}', v.name) as st:
 			before = mtimes(layout.ext(v), '.o')
 			ext = {m: modules.build(k, m) for m in ext_modules(layout)}
 			st.note = f'{len(rebuilt(before, mtimes(layout.ext(v), ".o")))} objects rebuilt'
+			if k.trims_exports():
+				lists_stand_alone(k, ext, lists, env)
 		with timer.stage(f'tools-{v.name}', v.name):
 			shipped_tools = tools.build(layout, v, headers)
 			tools.guest_tests(layout, v, headers)
@@ -122,21 +124,37 @@ def abi_gate(res: abi.Result, enforced: bool) -> None:
 		info(f'KMI not enforced ({ENFORCED_ENV}=0), so the build goes on: {failure}')
 
 
-def stale_lists(layout: Layout, k: Kernel, env: dict[str, str]) -> list[str]:
-	"""Symbols a set of modules needs but its own list lacks (the build
-	passes when another list has them; each list must stand alone)."""
-	lists = kmi.load_all(layout.symbol_lists)
-	allowed = kmi.exportable(k.obj, env)
-	sets = [(kmi.CORE, k.in_tree_modules(), False)] + [
-		(m.symbol_list, modules.built_modules(layout.ext(k.variant) / m.kind / m.name), True)
-		for m in ext_modules(layout)]
-	out = []
-	for name, kos, own in sets:
-		for sym, mods in sorted(kmi.needs(kos, env, own).items()):
-			if sym in allowed and sym not in lists.get(name, set()):
-				out.append(f'{", ".join(sorted(mods))} needs {sym}, missing from '
-					   f'symbol_lists/{name} (./build/gki symbols update {name})')
+def module_needs(k: Kernel, ext: Mapping[modules.ExtModule, list[Path]],
+		 env: Mapping[str, str]) -> dict[str, dict[str, set[str]]]:
+	"""Per symbol list, symbol -> the modules needing it: core's are the
+	in-tree modules' (each other's exports too: trimming drops those), a
+	module folder's what its modules do not export to each other."""
+	out = {kmi.CORE: kmi.needs(k.in_tree_modules(), env, own=False)}
+	for m, kos in ext.items():
+		out[m.symbol_list] = kmi.needs(kos, env)
 	return out
+
+
+def lists_stand_alone(k: Kernel, ext: Mapping[modules.ExtModule, list[Path]],
+		      lists: Mapping[str, set[str]], env: Mapping[str, str]) -> None:
+	"""A module set's list must hold every KMI symbol its modules use: one
+	another list holds is exported, so the modules built, but the set's own
+	list does not say it needs it.  After the modules, on a variant that
+	trims its exports."""
+	stale = kmi.stale(module_needs(k, ext, env), lists, kmi.union(lists))
+	if stale:
+		raise GkiError('a symbol list lacks symbols its own modules use (another list has '
+			       'them, so they built; each list must stand alone):\n  '
+			       + '\n  '.join(stale) + '\nrun the command of each list, then build again')
+
+
+def stale_lists(layout: Layout, k: Kernel, env: dict[str, str]) -> list[str]:
+	"""Symbols a set of built modules needs that the kernel could export
+	but its own list lacks (kmi.stale)."""
+	ext = {m: modules.built_modules(layout.ext(k.variant) / m.kind / m.name)
+	       for m in ext_modules(layout)}
+	return kmi.stale(module_needs(k, ext, env), kmi.load_all(layout.symbol_lists),
+			 kmi.exportable(k.obj, env))
 
 
 def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:

@@ -2,18 +2,22 @@
 """'abi update' as a reviewed step, abi/allowed_breaks, abi.prop and
 GKI_KMI_ENFORCED, on recorded abidiff reports (abidw and abidiff replaced
 as in test_abi_verdict.py): an update takes additions, refuses a break or
-an enum change without a reason and records one given with a reason."""
+an enum change without a reason and records one given with a reason.  And
+the build's rule that each symbol list stands alone."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import tempfile
 import unittest
 from pathlib import Path
 from unittest import mock
 
-from gkibuild import abi, abi_breaks, abidiff, main
+from gkibuild import abi, abi_breaks, abidiff, kmi, main, modules
 from gkibuild.abi_changes import Change, Export, Result, read_symvers, verdict, write_symvers
+from gkibuild.layout import Layout, variants
 from gkibuild.tests.test_abi_report import recorded
 from gkibuild.util import GkiError
 
@@ -125,15 +129,98 @@ class AllowedBreaksTest(unittest.TestCase):
 					with self.assertRaisesRegex(GkiError, 'allowed_breaks'):
 						abi_breaks.load(Path(d))
 
+	def test_old_format_records_fail_with_one_error(self):
+		"""A change cut to 160 characters, or a type without its site,
+		could allow another change: the file fails, naming them all."""
+		old = ("type struct module: type size changed from 5632 to 9216 (in bits); "
+		       "'tracepoint_ptr_t* tracepo...",
+		       'type struct module_memory: type size changed from 128 to 576 (in bits)')
+		with tempfile.TemporaryDirectory() as d:
+			abi_breaks.append(Path(d), abi_breaks.Record(TODAY, 'new', 'r', (
+				'type struct module_memory at module.h: type size changed',
+				'crc f: CRC 0x1 -> 0x2', 'removed g: no longer exported')))
+			path = Path(d) / abi_breaks.FILE
+			path.write_text(path.read_text() + abi_breaks.render(
+				abi_breaks.Record(TODAY, 'old', 'r', old)))
+			with self.assertRaises(GkiError) as e:
+				abi_breaks.load(Path(d))
+		msg = str(e.exception)
+		self.assertIn('2 recorded change(s) in the old format', msg)
+		for key in old:
+			self.assertIn(f'\n  {key}\n', msg)
+		self.assertNotIn('at module.h', msg)
+		self.assertIn('./build/gki abi update --accept-break', msg)
+
+	def test_the_checked_in_file_loads(self):
+		self.assertTrue(abi_breaks.load(Layout.default().abi))
+
 	def test_quotes_and_backslashes_round_trip(self):
 		with tempfile.TemporaryDirectory() as d:
 			rec = abi_breaks.Record(TODAY, 'a "quoted" \\ reason', 'r',
-						("type struct a: 'x' -> \"y\"",))
+						("type struct a at a.h: 'x' -> \"y\"",))
 			abi_breaks.append(Path(d), rec)
 			abi_breaks.append(Path(d), abi_breaks.Record(TODAY, 'second', 'r', ('crc b: 1',)))
 			got = abi_breaks.load(Path(d))
-			self.assertEqual(rec, got["type struct a: 'x' -> \"y\""])
+			self.assertEqual(rec, got["type struct a at a.h: 'x' -> \"y\""])
 			self.assertEqual('second', got['crc b: 1'].why)
+
+
+class ListsStandAloneTest(unittest.TestCase):
+	"""A build of a variant that trims its exports fails when a module
+	set's list lacks a symbol its modules use that another list has: the
+	kernel exports it, so the modules built.  The kernel, module, tools and
+	dist steps are replaced; the lists and the rule are real."""
+
+	NEEDS = {'kunit.ko': {'kunit_init'}, 'alpha.ko': {'kfree', 'kmalloc'},
+		 'beta.ko': {'kmalloc'}}
+
+	def build(self, lists: dict[str, str], trims: bool = True) -> None:
+		"""main.build of the release variant in a tree with these lists
+		(name -> symbols), a vendor module folder per list but core's."""
+		with tempfile.TemporaryDirectory() as d:
+			top = Path(d)
+			(top / 'symbol_lists').mkdir()
+			for name, syms in lists.items():
+				(top / 'symbol_lists' / name).write_text('[abi_symbol_list]\n' + syms)
+				if name != kmi.CORE:
+					(top / 'vendor_modules' / name).mkdir(parents=True)
+					(top / 'vendor_modules' / name / 'Kbuild').write_text('obj-m += m.o\n')
+			kernel = mock.MagicMock()
+			kernel.trims_exports.return_value = trims
+			kernel.in_tree_modules.return_value = [Path('kunit.ko')]
+			with mock.patch.multiple(main, toolchain=mock.DEFAULT, source=mock.DEFAULT,
+						 tools=mock.DEFAULT, dist=mock.DEFAULT,
+						 Kernel=mock.Mock(return_value=kernel)), \
+			     mock.patch.object(kmi, 'strict'), \
+			     mock.patch.object(kmi, 'needs', side_effect=self.needs), \
+			     mock.patch.object(modules, 'build',
+					       side_effect=lambda k, m: [Path(f'{m.name}.ko')]), \
+			     mock.patch.object(abi, 'write_prop'), \
+			     contextlib.redirect_stdout(io.StringIO()):
+				main.build(Layout(top, top / 'out'), variants('release'), 1, False,
+					   abi_check=False, distcc_hosts='')
+
+	def needs(self, kos: list[Path], env, own: bool = True) -> dict[str, set[str]]:
+		out: dict[str, set[str]] = {}
+		for ko in kos:
+			for sym in self.NEEDS[ko.name]:
+				out.setdefault(sym, set()).add(ko.name)
+		return out
+
+	def test_a_symbol_only_in_another_list_fails_the_build(self):
+		lists = {'core': 'kunit_init\nmodule_layout\n', 'alpha': 'kfree\n', 'beta': 'kmalloc\n'}
+		with self.assertRaises(GkiError) as e:
+			self.build(lists)
+		self.assertIn('\n  alpha.ko needs kmalloc, missing from symbol_lists/alpha '
+			      '(./build/gki symbols update alpha)', str(e.exception))
+		self.assertNotIn('beta', str(e.exception))
+
+	def test_lists_that_stand_alone_build(self):
+		self.build({'core': 'kunit_init\nmodule_layout\n', 'alpha': 'kfree\nkmalloc\n',
+			    'beta': 'kmalloc\n'})
+		# A variant that keeps every export has nothing to check.
+		self.build({'core': 'module_layout\n', 'alpha': 'kfree\n', 'beta': 'kmalloc\n'},
+			   trims=False)
 
 
 class PropTest(unittest.TestCase):

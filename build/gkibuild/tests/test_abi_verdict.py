@@ -14,7 +14,7 @@ from unittest import mock
 
 from gkibuild import abi, abi_breaks, abidiff
 from gkibuild.abi_changes import Export, verdict, write_symvers
-from gkibuild.tests.test_abi_report import recorded
+from gkibuild.tests.test_abi_report import FIXTURES, recorded
 
 RELEASES = Path(__file__).resolve().parent / 'abi_releases'
 
@@ -23,6 +23,20 @@ UPDATE = './build/gki abi update'
 APPROVAL = 'needs approval'
 LISTS = {'incfs': {'LZ4_decompress_safe', 'init_uts_ns', 'fs_kobj'},
 	 'core': {'init_uts_ns', 'module_layout'}}
+
+
+def sk_buff_grows(last: str):
+	"""An edit of the struct-member-added record: struct sk_buff gains
+	three members, the last one named last; the description is longer than
+	WHAT_MAX and last comes after that point."""
+	members = ''.join(f"    'u64 {m}', at offset {1856 + 64 * i} (in bits) at skbuff.h:{1071 + i}:1\n"
+			  for i, m in enumerate(('android_kabi_reserved1', 'android_kabi_reserved2', last)))
+	return lambda t: t.replace(
+		"'struct point at lib.c:8:1'", "'struct sk_buff at skbuff.h:883:1'").replace(
+		"  type size changed from 64 to 96 (in bits)\n  1 data member insertion:\n"
+		"    'int z', at offset 64 (in bits) at lib.c:16:1\n",
+		'  type size changed from 1856 to 2048 (in bits)\n  3 data member insertions:\n'
+		+ members).replace('function int move(point*, int)', 'function void consume_skb(sk_buff*)')
 
 
 class VerdictTest(unittest.TestCase):
@@ -43,13 +57,20 @@ class VerdictTest(unittest.TestCase):
 		write_symvers(self.dir / 'abi' / abi.SYMVERS, self.EXPORTS)
 
 	def check(self, name: str, exports: dict[str, Export] | None = None,
-		  edit=lambda text: text) -> abi.Result:
+		  edit=lambda text: text, dumps: tuple[str, str] | None = None) -> abi.Result:
 		"""abi.check with abidiff's answer taken from the record name (its
-		text through edit) and the build's Module.symvers holding exports."""
+		text through edit), the build's Module.symvers holding exports, and
+		the baseline and the new dump the XML files of dumps, if given."""
 		new = self.dir / 'Module.symvers'
 		write_symvers(new, exports or self.EXPORTS)
 		rc, text = recorded(name)
-		with mock.patch.object(abidiff, 'dump'), \
+		old_xml, new_xml = (('<abi-corpus/>\n',) * 2 if dumps is None else
+				    [(FIXTURES / d).read_text() for d in dumps])
+		(self.dir / 'abi' / abi.BASELINE).write_text(old_xml)
+
+		def fake_dump(vmlinux, symbols, out, cache=None):
+			out.write_text(new_xml)
+		with mock.patch.object(abidiff, 'dump', side_effect=fake_dump), \
 		     mock.patch.object(abidiff, 'diff', return_value=(rc, edit(text))):
 			return abi.check(self.dir / 'abi', self.dir / 'vmlinux', new, LISTS,
 					 self.dir / 'out')
@@ -216,6 +237,68 @@ class VerdictTest(unittest.TestCase):
 		self.assertIn("'struct point at lib.c:13:1' changed:", r.abidiff_report)
 		self.assertIsNone(verdict(r), r.short)
 
+	def test_a_record_holds_the_whole_change_not_its_first_characters(self):
+		"""Two struct sk_buff changes that part only after the characters
+		the short report shows: recording one leaves the other a break."""
+		taken, other = sk_buff_grows('android_kabi_reserved3'), sk_buff_grows('android_vendor_data1')
+		[c] = self.check('struct-member-added', edit=taken).of('type')
+		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+			'2026-12-03', 'sk_buff takes its reserved fields', '6.12.118-gki', (c.key,)))
+		self.assertIsNone(verdict(self.check('struct-member-added', edit=taken)))
+		r = self.check('struct-member-added', edit=other)
+		self.assertIn("'u64 android_vendor_data1'", r.abidiff_report)
+		self.assertIn(BREAK, self.fails(r))
+		self.assertIn('  BREAK     struct sk_buff: type size changed from 1856 to 2048', r.short)
+
+	def test_same_named_types_are_two_changes(self):
+		"""Both struct twin changed and the report shows both (as
+		abidiff's full report does): two changes, each shown with its
+		site; recording one leaves the other a break."""
+		both = lambda t: t.replace('1 artifact changed', '2 artifacts changed').replace(
+			'1 leaf type changed', '2 leaf types changed') + (
+			"\n'struct twin at twin_a.c:8:1' changed:\n"
+			'  type size changed from 32 to 64 (in bits)\n'
+			'  1 data member insertion:\n'
+			"    'int z', at offset 32 (in bits) at twin_a.c:11:1\n"
+			'  one impacted interface:\n'
+			'    function int twin_a(twin*)\n')
+		dumps = ('same-named-types.old.xml', 'same-named-types.new.xml')
+		r = self.check('same-named-types', edit=both, dumps=dumps)
+		twins = r.of('type')
+		self.assertEqual(2, len(twins), r.short)
+		self.assertEqual([('struct twin', 'twin_a.c:8:1'), ('struct twin', 'twin_b.c:7:1')],
+				 sorted((c.name, c.site) for c in twins), r.short)
+		self.assertEqual(twins[0].what, twins[1].what)
+		self.assertNotEqual(twins[0].key, twins[1].key)
+		self.assertEqual([], r.unclassified)
+		self.assertIn('2 type change(s)', r.short)
+		[b] = [c for c in twins if c.site.startswith('twin_b.c')]
+		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+			'2026-12-03', 'twin b grows', '6.12.118-gki', (b.key,)))
+		r = self.check('same-named-types', edit=both, dumps=dumps)
+		self.assertIn(BREAK, self.fails(r))
+		self.assertIn('  BREAK     struct twin at twin_a.c:8:1: type size changed', r.short)
+		self.assertIn('  ALLOWED   struct twin at twin_b.c:7:1: type size changed', r.short)
+
+	def test_a_type_change_the_report_may_hide_fails_closed(self):
+		"""The real report: both struct twin changed, libabigail 2.2's
+		leaf report shows twin_b.c's only.  The dumps define the name
+		twice, so the check fails closed naming the other definition,
+		even with the change it shows recorded."""
+		dumps = ('same-named-types.old.xml', 'same-named-types.new.xml')
+		r = self.check('same-named-types', dumps=dumps)
+		[c] = r.of('type')
+		self.assertEqual('struct twin', c.name)
+		self.assertIn("'struct twin at twin_b.c:7:1' changed:", r.abidiff_report)
+		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+			'2026-12-03', 'twin b grows', '6.12.118-gki', (c.key,)))
+		r = self.check('same-named-types', dumps=dumps)
+		self.assertIn('cannot classify', self.fails(r))
+		self.assertIn('  ALLOWED   struct twin: type size changed', r.short)
+		self.assertIn('struct twin has several definitions in the KMI and abidiff shows a '
+			      'change of twin_b.c:7:1 only', r.short)
+		self.assertIn('a change at twin_a.c:8:1 may be hidden', r.short)
+
 	def test_unclassified_report_fails_and_is_printed_whole(self):
 		r = self.check('soname-changed')
 		self.assertIn('cannot classify', self.fails(r))
@@ -244,7 +327,8 @@ class PointReleaseTest(unittest.TestCase):
 		(d / 'abi' / abi.SYMVERS).write_bytes((RELEASES / '6.12.118.symvers').read_bytes())
 		report = (int((RELEASES / '6.12.111.rc').read_text()),
 			  (RELEASES / '6.12.111.report').read_text())
-		with mock.patch.object(abidiff, 'dump'), \
+		with mock.patch.object(abidiff, 'dump', side_effect=lambda v, s, out, c=None:
+				       out.write_text('<abi-corpus/>\n')), \
 		     mock.patch.object(abidiff, 'diff', return_value=report):
 			self.r = abi.check(d / 'abi', d / 'vmlinux', RELEASES / '6.12.111.symvers',
 					   LISTS, d)

@@ -175,9 +175,9 @@ class SymbolListTest(unittest.TestCase):
 		symvers = self.write('Module.symvers',
 				     '0x1\tkfree\tvmlinux\tEXPORT_SYMBOL\t\n'
 				     '0x2\textra\tvmlinux\tEXPORT_SYMBOL\t\n')
-		kmi.strict(symvers, {'kfree', 'extra'}, self.dir)
+		kmi.strict(symvers, {'core': {'kfree', 'extra'}}, self.dir)
 		with self.assertRaises(GkiError) as e:
-			kmi.strict(symvers, {'kfree', 'typo'}, self.dir)
+			kmi.strict(symvers, {'core': {'kfree', 'typo'}}, self.dir)
 		self.assertIn('exported but in no list (1): extra', str(e.exception))
 		self.assertIn('listed but not exported (1', str(e.exception))
 		self.assertIn('typo', str(e.exception))
@@ -187,7 +187,25 @@ class SymbolListTest(unittest.TestCase):
 				     '0x1\tkfree\tvmlinux\tEXPORT_SYMBOL\t\n'
 				     '0x2\textra\tvmlinux\tEXPORT_SYMBOL\t\n')
 		with self.assertRaisesRegex(GkiError, r'exported but in no list \(1\): extra'):
-			kmi.strict(symvers, {'kfree'}, self.dir)
+			kmi.strict(symvers, {'core': {'kfree'}}, self.dir)
+
+	def test_strict_names_the_list_and_the_command(self):
+		"""An export in no list is one the GKI's in-tree modules use: the
+		core list is stale.  A listed symbol the kernel does not export is
+		named with each list holding it and the command that fixes it."""
+		symvers = self.write('Module.symvers',
+				     '0x1\tkfree\tvmlinux\tEXPORT_SYMBOL\t\n'
+				     '0x2\tkunit_helper\tvmlinux\tEXPORT_SYMBOL\t\n')
+		lists = {'core': {'kfree'}, 'incfs': {'kfree', 'gone_symbol'}, 'vhooks': {'kfree'}}
+		with self.assertRaises(GkiError) as e:
+			kmi.strict(symvers, lists, self.dir)
+		lines = str(e.exception).splitlines()
+		self.assertIn('  exported but in no list (1): kunit_helper', lines)
+		self.assertIn(f"    the GKI's in-tree modules use them: {self.dir}/core is stale; "
+			      'run ./build/gki symbols update core', lines)
+		self.assertIn(f'    {self.dir}/incfs lists gone_symbol: '
+			      'run ./build/gki symbols update incfs --remove', lines)
+		self.assertNotIn('vhooks', str(e.exception))
 
 	def compile(self, name: str, code: str) -> Path:
 		src = self.write(name + '.c', code)

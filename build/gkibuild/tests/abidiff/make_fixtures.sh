@@ -7,9 +7,12 @@
 # so the parser is tested on what the gate really sees, without a kernel
 # build.  Regenerate after an abigail-tools upgrade and read the diff.
 #
-# Two sources of reports:
+# Three sources of reports:
 #   lib.c     compiled into a shared object once per variant (one -D macro,
 #             one ABI change) and compared with the build without macros;
+#   twin_a.c and twin_b.c, one shared object with two types named struct
+#             twin, both changed (-DTWINS_CHANGED); the two dumps are kept
+#             too (same-named-types.old.xml, .new.xml), paths cut to file names;
 #   abi/gki.xml, the kernel baseline, compared with a copy edited with sed
 #             (a changed CRC, a changed parameter type, a resized struct, a
 #             removed assembly export): kernel-style reports, with
@@ -122,6 +125,24 @@ lib_fixtures() {
 	record soname-changed "$WORK/soname-old.xml" "$WORK/soname-new.xml" "$WORK/lib.list"
 }
 
+# Two types of one name, both changed: libabigail 2.2's leaf report shows
+# one of them.
+twin_fixtures() {
+	local v flags
+	write_list "$WORK/twin.list" twin_a twin_b
+	for v in old new; do
+		flags=()
+		[ "$v" = new ] && flags=(-DTWINS_CHANGED)
+		"$CC" -g -shared -fPIC -o "$WORK/twin-$v.so" "${flags[@]}" "$HERE/twin_a.c" \
+			"$HERE/twin_b.c"
+		"${TOOL_ENV[@]}" abidw "${ABIDW_FLAGS[@]}" --kmi-whitelist "$WORK/twin.list" \
+			--out-file "$WORK/twin-$v.xml" "$WORK/twin-$v.so"
+		sed "s|filepath='[^']*/|filepath='|" "$WORK/twin-$v.xml" \
+			>"$HERE/same-named-types.$v.xml"
+	done
+	record same-named-types "$WORK/twin-old.xml" "$WORK/twin-new.xml" "$WORK/twin.list"
+}
+
 kernel_fixtures() {
 	[ -f "$BASELINE" ] || die "no kernel baseline $BASELINE"
 	{
@@ -155,6 +176,7 @@ main() {
 	WORK=$(mktemp -d)
 	trap 'rm -rf "$WORK"' EXIT
 	lib_fixtures
+	twin_fixtures
 	kernel_fixtures
 }
 
