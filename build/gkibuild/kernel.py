@@ -61,7 +61,9 @@ class Kernel:
 
 	def configure(self) -> str:
 		"""Write .config; returns its sha256.  Skipped when the fragments
-		and the tree are unchanged since the last run."""
+		and the tree are unchanged since the last run and .config is the
+		one that run wrote: a .config edited by hand is written again
+		from common/, saying so."""
 		self.obj.mkdir(parents=True, exist_ok=True)
 		frags = [self.layout.common / f for f in self.variant.fragments]
 		text = kconfig.merge(frags)
@@ -70,15 +72,22 @@ class Kernel:
 		tree = (self.layout.src.parent / 'stamp.json').read_text()
 		stamp = self.obj / 'gki.config.stamp'
 		digest = sha256_text(text, tree, self.variant.base)
-		if not (config.exists() and stamp.exists() and stamp.read_text() == digest):
-			stamp.unlink(missing_ok=True)
-			write_if_changed(fragment, text.encode())
-			base = self.variant.base
-			self.make(base, extra=[f'KCONFIG_ALLCONFIG={fragment}'], what=f'make {base}')
-			self.make('olddefconfig', what='make olddefconfig')
-			kconfig.verify(text, config)
-			stamp.write_text(digest)
-		return sha256_text(config.read_bytes())
+		old = stamp.read_text().split() if stamp.exists() else []
+		have = sha256_text(config.read_bytes()) if config.exists() else None
+		if old == [digest, have]:
+			return have
+		if len(old) == 2 and old[0] == digest and have:
+			info(f'{config} is not the one common/ gives (edited by hand?): configured '
+			     'again; lasting changes belong in common/ (BUILD.md, "Configuration")')
+		stamp.unlink(missing_ok=True)
+		write_if_changed(fragment, text.encode())
+		base = self.variant.base
+		self.make(base, extra=[f'KCONFIG_ALLCONFIG={fragment}'], what=f'make {base}')
+		self.make('olddefconfig', what='make olddefconfig')
+		kconfig.verify(text, config)
+		have = sha256_text(config.read_bytes())
+		stamp.write_text(f'{digest} {have}\n')
+		return have
 
 	def build(self, kmi_symbols: set[str]) -> None:
 		"""Build with the exports trimmed to kmi_symbols: the fragment's

@@ -3,6 +3,7 @@ import re
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 from gkibuild import kconfig, toolchain
 from gkibuild.kernel import Kernel
@@ -44,6 +45,34 @@ def configure(fragment: str, base: str = 'allnoconfig') -> dict[str, str]:
 		k = Kernel(Layout(top, out), v, toolchain.hermetic_env(), 2)
 		k.configure()
 		return kconfig.parse((k.obj / '.config').read_text())
+
+
+class HandEditTest(unittest.TestCase):
+	"""A .config edited by hand is not kept silently: the next configure
+	writes it again from common/ and says so; an untouched one is not
+	configured again."""
+
+	def test_hand_edit_is_configured_again(self):
+		require_tree()
+		with tempfile.TemporaryDirectory() as tmp:
+			top, out = Path(tmp) / 'top', Path(tmp) / 'out'
+			(top / 'common').mkdir(parents=True)
+			(top / 'common' / 'test.config').write_text('CONFIG_MODULES=y\n')
+			(out / 'src').mkdir(parents=True)
+			(out / 'src' / 'linux').symlink_to(REAL.src)
+			(out / 'src' / 'stamp.json').write_text('{}')
+			v = Variant('hosttest', ('test.config',), 0, 0)
+			k = Kernel(Layout(top, out), v, toolchain.hermetic_env(), 2)
+			first = k.configure()
+			config = k.obj / '.config'
+			written = config.stat().st_mtime_ns
+			self.assertEqual(first, k.configure())
+			self.assertEqual(written, config.stat().st_mtime_ns, 'configured again')
+			config.write_text(config.read_text() + 'CONFIG_LOG_BUF_SHIFT=13\n')
+			with mock.patch('gkibuild.kernel.info') as said:
+				self.assertEqual(first, k.configure())
+			self.assertIn('edited by hand', said.call_args.args[0])
+			self.assertNotIn('CONFIG_LOG_BUF_SHIFT=13', config.read_text())
 
 
 def require_tree() -> None:
