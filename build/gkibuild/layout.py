@@ -93,6 +93,11 @@ class Layout:
 	def logs(self) -> Path:
 		return self.out / 'logs'
 
+	@property
+	def junit(self) -> Path:
+		"""`gki test`'s outcomes as JUnit XML (gkiqemu/junit.py)."""
+		return self.out / 'test-results.xml'
+
 	def obj(self, v: Variant) -> Path:
 		return self.out / v.name / 'obj'
 

@@ -20,7 +20,7 @@ from gkibuild import programs, progress, tools
 from gkibuild.background import Background
 from gkibuild.layout import Layout, Variant, test_root
 from gkibuild.util import GkiError, info
-from gkiqemu import boot, console, initramfs, ktap
+from gkiqemu import boot, console, initramfs, junit, ktap
 
 MAX_BOOTS = 3
 
@@ -593,7 +593,10 @@ def test_all(layout: Layout, vs: list[Variant], host: bool,
 				     f'{g.variant}: guest suites (run meanwhile)')
 	else:
 		guest(layout, vs, [], tally)
-	return tally.close()
+	rc = tally.close()
+	junit.write(tally.outcomes, layout.junit)
+	info(f'JUnit XML: {layout.junit}')
+	return rc
 
 
 def shell(layout: Layout, v: Variant, extra: list[Path]) -> int:

@@ -6,6 +6,7 @@ whatever the parent cannot read or believe fails the run."""
 import io
 import tempfile
 import unittest
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from unittest import mock
 
@@ -136,6 +137,13 @@ class TestAllTest(unittest.TestCase):
 		self.assertEqual([('release: x', S.PASS), ('debug: x', S.FAIL)], self.names(t))
 		self.assertEqual([], booted)
 		self.assertEqual(['wait', 'wait_guests'], m.calls)
+
+	def test_outcomes_are_written_as_junit(self):
+		m = FakeMeanwhile([self.run_of('release', S.PASS, 0), self.run_of('debug', S.FAIL, 1)])
+		self.run_all(m, [])
+		root = ET.parse(self.layout.junit).getroot()
+		self.assertEqual(('2', '1'), (root.get('tests'), root.get('failures')))
+		self.assertEqual(['release', 'debug'], [s.get('name') for s in root])
 
 	def test_a_run_meanwhile_that_did_not_run_fails(self):
 		m = FakeMeanwhile([self.run_of('release', S.PASS, 0), self.run_of('debug', None, None)])
