@@ -42,7 +42,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from gkibuild import programs, toolchain
+from gkibuild import programs, testrun, toolchain
 from gkibuild.kernel import Kernel
 from gkibuild.layout import Layout, Variant
 from gkibuild.scratch import Scratch
@@ -321,7 +321,7 @@ def run(layout: Layout, v: Variant, names: list[str], jobs: int, icount: bool = 
 	shutil.copyfile(layout.dist(v) / 'Image', hooked)
 	images = {HOOKED: hooked, UNHOOKED: unhooked_image(layout, v, jobs, hooked)}
 	initrd = work / 'initramfs.cpio'
-	shutil.copyfile(runner.prepare(layout, v, [], names), initrd)
+	shutil.copyfile(testrun.prepare(layout, v, [], names), initrd)
 	boots = []
 	order = boot_order(rounds)
 	for n, kernel in enumerate(order):

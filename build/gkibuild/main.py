@@ -21,6 +21,7 @@ from gkibuild.layout import VARIANTS, Layout, Variant, variants
 from gkibuild.util import (
 	EXIT_BUILD, EXIT_INTERRUPTED, EXIT_USAGE, GkiError, StageTimer, UsageError, die, info,
 	mtimes, rebuilt, sha256_file)
+from gkiqemu import HarnessError
 
 
 ENFORCED_ENV = 'GKI_KMI_ENFORCED'
@@ -331,22 +332,22 @@ def cmd_test(args: argparse.Namespace, layout: Layout) -> int:
 	tests run, the first variant's guest suites run beside them at once,
 	each other's after its build, and the host tests step back for them
 	(background.py says why)."""
-	from gkiqemu import runner
+	from gkibuild import testrun
 	vs = variants(args.variant)
 	if args.skip_host or len(vs) == 1:
 		build(layout, vs, args.jobs, args.accept_source_update)
-		return runner.test_all(layout, vs, host=not args.skip_host)
+		return testrun.test_all(layout, vs, host=not args.skip_host)
 	build(layout, vs[:1], args.jobs, args.accept_source_update)
 	guests = vs if [v.name for v in vs] == list(VARIANTS) else []
 	with Background(layout, vs[1:], args.jobs, args.accept_source_update,
 			guests, nice=HOST_TESTS_NICE) as meanwhile:
-		return runner.test_all(layout, vs, host=True, meanwhile=meanwhile)
+		return testrun.test_all(layout, vs, host=True, meanwhile=meanwhile)
 
 
 def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
-	from gkiqemu import runner
+	from gkibuild import testrun
 	vs = variants(args.variant)
-	env = runner.guest_env(args.env)
+	env = testrun.guest_env(args.env)
 	if args.timeout:
 		# A long campaign (BUILD.md): each suite gets 2/3 of it, as usual.
 		vs = [dataclasses.replace(v, qemu_timeout_s=args.timeout) for v in vs]
@@ -363,13 +364,13 @@ def cmd_qemu(args: argparse.Namespace, layout: Layout) -> int:
 	else:
 		build(layout, vs, args.jobs, args.accept_source_update)
 	if args.shell:
-		return runner.shell(layout, vs[0], extra)
-	return runner.guest_suites(layout, vs, extra, args.only,
-				   Path(args.results) if args.results else None, env)
+		return testrun.shell(layout, vs[0], extra)
+	return testrun.guest_suites(layout, vs, extra, args.only,
+				    Path(args.results) if args.results else None, env)
 
 
 def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
-	from gkiqemu import runner
+	from gkibuild import testrun
 	vs = variants(args.variant)
 	if args.against_unhooked and args.variant != 'release':
 		raise UsageError('bench --against-unhooked measures the release GKI')
@@ -382,7 +383,7 @@ def cmd_bench(args: argparse.Namespace, layout: Layout) -> int:
 	if args.against_unhooked:
 		from gkibuild import hookcost
 		return hookcost.run(layout, vs[0], args.names, args.jobs or default_jobs(), args.icount)
-	return runner.bench(layout, vs[0], args.names)
+	return testrun.bench(layout, vs[0], args.names)
 
 
 def cmd_programs(args: argparse.Namespace, layout: Layout) -> int:
@@ -485,7 +486,7 @@ def main(argv: list[str]) -> int:
 		return handler(args, layout)
 	except UsageError as e:
 		die(str(e), EXIT_USAGE)
-	except GkiError as e:
+	except (GkiError, HarnessError) as e:
 		die(str(e), EXIT_BUILD)
 	except KeyboardInterrupt:
 		die('interrupted', EXIT_INTERRUPTED)

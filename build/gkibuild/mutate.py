@@ -11,7 +11,8 @@ its tests run:
   own test files are run with unittest;
 - guest mutants in a Sandbox (sandbox.py) of the release build, where
   `gki qemu --only SUITE...` rebuilds the mutated module alone and boots
-  with those suites.
+  with those suites; its outcomes are read from the results file it
+  writes (--results), as `gki test` reads its guest runs'.
 
 A mutant is KILLED when its tests fail, SURVIVED when they pass, and
 DID-NOT-BUILD when the build stage failed.  The same tests run first on
@@ -40,12 +41,15 @@ from gkibuild import programs
 from gkibuild.layout import VARIANTS, Layout, python_path, test_root
 from gkibuild.sandbox import INPUTS, Sandbox, unavailable
 from gkibuild.util import GkiError
+from gkiqemu import ktap, runner
 
 LIST = 'build/mutants.toml'
 PYTHON = '/usr/bin/python3'
 VARIANT = VARIANTS['release']
 # A hung host test under a mutant counts as caught; unmutated, as broken.
 HOST_TIMEOUT_S = 600
+# The guest run's outcomes, in the sandbox's out/ (runner.write_results).
+RESULTS = 'mutate-guest-results.json'
 _NAME = re.compile(r'^[a-z0-9][a-z0-9_]*$')
 _KEYS = {'name': str, 'file': str, 'find': str, 'replace': str, 'host': list,
 	 'suites': list, 'fast': bool, 'note': str}
@@ -251,30 +255,33 @@ def _test_name(test: str, where: str) -> str:
 	return f'{parts[-1]}.{test}' if len(parts) > 1 else test
 
 
-_COUNT = re.compile(r'^(\d+) passed, (\d+) failed, (\d+) skipped$', re.M)
-_FAIL_LINE = re.compile(r'^  FAIL  \S+: (.+?)(?:  \(.*)?$', re.M)
 _STAGE_FAILED = re.compile(r'^\[(\S+)[^\]]*\] FAILED in', re.M)
 _NOT_COMPILED = re.compile(r'^gki: error: compiling (\S+) failed', re.M)
 
 
-def guest_outcome(what: str, rc: int, output: str) -> Outcome:
-	"""The runner's closing count line decides when there is one (the
-	exit status must agree with it); without it, a failed build stage or
-	guest program is 'no-build'; anything else is unclassified."""
-	counts = _COUNT.findall(output)
-	if counts:
-		passed, failed, _ = map(int, counts[-1])
-		if rc == 0 and failed == 0 and passed > 0:
-			return Outcome('pass', what, f'{passed} passed', output)
-		if rc != 0 and failed > 0:
-			return Outcome('fail', what, _few(_FAIL_LINE.findall(output)), output)
-		return Outcome('unclassified', what, f'exit status {rc} with "{passed} passed, '
-			       f'{failed} failed"', output)
-	stage = _STAGE_FAILED.search(output) or _NOT_COMPILED.search(output)
-	if rc != 0 and stage:
-		return Outcome('no-build', what, f'{stage.group(1)} failed', output)
-	return Outcome('unclassified', what, f'exit status {rc}, no test count and no failed '
-		       'build stage', output)
+def guest_outcome(what: str, rc: int, output: str, results: Path) -> Outcome:
+	"""The outcomes the run wrote to results (runner.write_results, read
+	as `gki test` reads its guest runs') decide, and the exit status must
+	agree with them: a pass when something passed and nothing failed, a
+	failure when a test failed or none ran.  Without them the run never
+	got to boot: a failed build stage or guest program is 'no-build';
+	anything else is unclassified."""
+	try:
+		outcomes = runner.load_results(results)
+	except runner.UNREADABLE as e:
+		stage = _STAGE_FAILED.search(output) or _NOT_COMPILED.search(output)
+		if rc != 0 and stage:
+			return Outcome('no-build', what, f'{stage.group(1)} failed', output)
+		return Outcome('unclassified', what, f'exit status {rc}, no results ({e}) and no '
+			       'failed build stage', output)
+	passed = sum(o.status == ktap.Status.PASS for o in outcomes)
+	failed = [o.name.split(': ', 1)[-1] for o in outcomes if o.status in runner.FAILING]
+	if rc == 0 and not failed and passed:
+		return Outcome('pass', what, f'{passed} passed', output)
+	if rc != 0 and (failed or not passed):
+		return Outcome('fail', what, _few(failed) or 'no test ran', output)
+	return Outcome('unclassified', what, f'exit status {rc} with {passed} passed, '
+		       f'{len(failed)} failed in {results}', output)
 
 
 def _few(names: list[str], n: int = 2) -> str:
@@ -346,11 +353,16 @@ class GuestCopy:
 		return self
 
 	def test(self, suites: Iterable[str]) -> Outcome:
-		args = ['qemu', '--variant', VARIANT.name]
+		"""`gki qemu --only` in the copy, its outcomes written to a results
+		file: the run sees the copy's out/ at the real out/'s path."""
+		results = self.box.real.out / RESULTS
+		results.unlink(missing_ok=True)	# a run that writes none must not read the last
+		args = ['qemu', '--variant', VARIANT.name,
+			'--results', str(self.box.layout.out / RESULTS)]
 		for s in suites:
 			args += ['--only', s]
 		res = self.box.run(*args)
-		return guest_outcome(', '.join(suites), res.rc, res.output)
+		return guest_outcome(', '.join(suites), res.rc, res.output, results)
 
 	def remove(self) -> None:
 		self.box.remove()

@@ -3,14 +3,14 @@
 
 make's output goes to a log, so a kernel build would show nothing for
 minutes.  On a terminal, Compiled follows that log while make runs and
-redraws one line in place: the stage, the objects kbuild reported
-compiling, how many a clean build compiles when that is known, the elapsed
-time and kbuild's latest step.  When stdout is not a terminal (CI, a pipe)
-nothing is redrawn: a heartbeat line is printed instead, once a minute
-while make runs ('[kernel-release (release)] 812/2690 objects (30%),
-5:00'), so a CI log or a redirected build is never silent for long.  The
-objects are counted either way, for the record a clean build leaves in its
-obj folder.
+redraws one line in place (gkiqemu.live.Line): the stage, the objects
+kbuild reported compiling, how many a clean build compiles when that is
+known, the elapsed time and kbuild's latest step.  When stdout is not a
+terminal (CI, a pipe) nothing is redrawn: a heartbeat line is printed
+instead, once a minute while make runs ('[kernel-release (release)]
+812/2690 objects (30%), 5:00'), so a CI log or a redirected build is never
+silent for long.  The objects are counted either way, for the record a
+clean build leaves in its obj folder.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Iterable, TextIO
+
+from gkiqemu.live import Line, elapsed
 
 # kbuild's quiet lines for an object compiled from a source file: 'CC' for
 # C, 'AS' for assembly, with '[M]' when the object is part of a module
@@ -37,44 +38,8 @@ _STEP = re.compile(rb'^  ([A-Z][A-Z0-9_-]*(?: \[M\])?) +(\S+)$')
 # In the obj folder: how many objects the last clean build there compiled.
 RECORD = 'gki-objects.json'
 
-ERASE = '\033[K'	# erase from the cursor to the end of the line
-
 # Seconds between heartbeat lines when stdout is not a terminal.
 HEARTBEAT = 60.0
-
-
-def elapsed(secs: float) -> str:
-	"""'1:05' for 65 seconds: a person reads minutes at a glance."""
-	m, s = divmod(int(secs), 60)
-	return f'{m}:{s:02d}'
-
-
-class Line:
-	"""One line redrawn in place on a terminal; lines printed through it
-	go above it.  Cut to the terminal's width: a line that wraps cannot
-	be erased with a carriage return."""
-
-	def __init__(self, out: TextIO) -> None:
-		self.out = out
-		self.shown = False
-
-	def draw(self, text: str) -> None:
-		width = shutil.get_terminal_size().columns - 1
-		self.out.write('\r' + text[:width] + ERASE)
-		self.out.flush()
-		self.shown = True
-
-	def clear(self) -> None:
-		if self.shown:
-			self.out.write('\r' + ERASE)
-			self.out.flush()
-			self.shown = False
-
-	def print(self, text: str) -> None:
-		"""Print text as a line of its own; the next draw() puts the
-		live line back below it."""
-		self.clear()
-		print(text, file=self.out, flush=True)
 
 
 def fresh(objects: Iterable[str], obj: Path) -> bool:

@@ -13,7 +13,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import abi, abi_breaks, kmi, toolchain
+from gkibuild import abi, abi_breaks, kmi, testrun, toolchain
 from gkibuild.abi_changes import verdict
 from gkibuild.kernel import Kernel
 from gkibuild.layout import VARIANTS, Layout
@@ -21,7 +21,7 @@ from gkibuild.sandbox import unavailable
 from gkibuild.scratch import Scratch
 from gkibuild.tests import prereq
 from gkibuild.util import GkiError
-from gkiqemu import boot, runner
+from gkiqemu import boot
 
 LAYOUT = Layout.default()
 RELEASE = VARIANTS['release']
@@ -94,8 +94,8 @@ class AbiGateTest(unittest.TestCase):
 		probe = self.dir / 'kmi_probe'
 		probe.write_text(PROBE.format(ko=INCFS))
 		probe.chmod(0o755)
-		initrd = runner.prepare(LAYOUT, RELEASE, [probe], only=['boot_smoke'],
-					gdir=self.dir / 'guest')
+		initrd = testrun.prepare(LAYOUT, RELEASE, [probe], only=['boot_smoke'],
+					 gdir=self.dir / 'guest')
 		image = s.obj / 'arch' / 'arm64' / 'boot' / 'Image'
 		cmd = boot.command(image, initrd, RELEASE.qemu_mem_mb, 'gki.mode=test', None)
 		b = boot.run(cmd, self.dir / f'{self.name}-console.log', RELEASE.qemu_timeout_s)

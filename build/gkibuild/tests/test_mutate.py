@@ -12,8 +12,11 @@ from pathlib import Path
 
 from gkibuild import mutate
 from gkibuild.layout import Layout
+from gkibuild.sandbox import Run
 from gkibuild.tests import prereq
 from gkibuild.util import GkiError
+from gkiqemu import runner
+from gkiqemu.ktap import Status
 
 LAYOUT = Layout.default()
 
@@ -116,11 +119,15 @@ class ListTest(unittest.TestCase):
 RAN_OK = 'test_a ... ok\n\n' + '-' * 70 + '\nRan 3 tests in 0.01s\n\nOK\n'
 RAN_FAILED = ('=' * 70 + '\nFAIL: test_b (test_x.Case.test_b)\n' + '-' * 70
 	      + '\nAssertionError\n\nRan 3 tests in 0.01s\n\nFAILED (failures=1)\n')
-GUEST_OK = '[kernel-release (release)    ] 0 objects rebuilt in 8.1 s\n3 passed, 0 failed, 0 skipped\n'
+GUEST_OUTPUT = '[kernel-release (release)    ] 0 objects rebuilt in 8.1 s\n'
 GUEST_FAILED = ('  FAIL  release: kunit: m: s: test_crc  (fail: x)\n'
 		'2 passed, 1 failed, 0 skipped\n')
 GUEST_NO_BUILD = ('[modules-release (release)   ] FAILED in     2.0 s\n'
 		  'gki: error: make failed (exit 2)\n')
+OK = [('release: kunit: m: s: a', Status.PASS), ('release: boot_smoke: b', Status.PASS),
+	('release: kernel log clean', Status.PASS)]
+CRC = [('release: kunit: m: s: test_a', Status.PASS), ('release: boot2: c', Status.PASS),
+	('release: kunit: m: s: test_crc', Status.FAIL)]
 
 
 class OutcomeTest(unittest.TestCase):
@@ -142,18 +149,72 @@ class OutcomeTest(unittest.TestCase):
 			with self.subTest(rc=rc, text=text[-20:]):
 				self.assertEqual('unclassified', mutate.host_outcome('t', rc, text).kind)
 
+	def results(self, outcomes: list[tuple[str, Status]] | None) -> Path:
+		"""A results file as `gki qemu --results` writes it; none for None."""
+		tmp = tempfile.TemporaryDirectory()
+		self.addCleanup(tmp.cleanup)
+		path = Path(tmp.name) / 'results.json'
+		if outcomes is not None:
+			tally = runner.Tally(io.StringIO())
+			for name, status in outcomes:
+				tally.add(name, status)
+			runner.write_results(tally, path)
+		return path
+
+	def guest(self, rc: int, outcomes: list[tuple[str, Status]] | None,
+		  output: str = GUEST_OUTPUT) -> mutate.Outcome:
+		return mutate.guest_outcome('s', rc, output, self.results(outcomes))
+
 	def test_guest_verdicts(self):
-		self.assertEqual(('pass', '3 passed'), self.kind(mutate.guest_outcome('s', 0, GUEST_OK)))
-		self.assertEqual(('fail', 'kunit: m: s: test_crc'),
-				 self.kind(mutate.guest_outcome('s', 1, GUEST_FAILED)))
+		self.assertEqual(('pass', '3 passed'), self.kind(self.guest(0, OK)))
+		self.assertEqual(('fail', 'kunit: m: s: test_crc'), self.kind(self.guest(1, CRC)))
+		self.assertEqual(('fail', 'no test ran'),
+				 self.kind(self.guest(1, [('release: x', Status.SKIP)])))
 		self.assertEqual(('no-build', 'modules-release failed'),
-				 self.kind(mutate.guest_outcome('s', 1, GUEST_NO_BUILD)))
+				 self.kind(self.guest(1, None, GUEST_NO_BUILD)))
 
 	def test_guest_run_that_disagrees_with_itself_is_unclassified(self):
-		for rc, text in ((1, GUEST_OK), (0, GUEST_FAILED), (1, 'Traceback ...\n'),
-				 (0, GUEST_NO_BUILD), (0, '0 passed, 0 failed, 0 skipped\n')):
-			with self.subTest(rc=rc, text=text[-30:]):
-				self.assertEqual('unclassified', mutate.guest_outcome('s', rc, text).kind)
+		for rc, outcomes, text in ((1, OK, GUEST_OUTPUT), (0, CRC, GUEST_OUTPUT),
+					   (1, None, 'Traceback ...\n'), (0, None, GUEST_NO_BUILD),
+					   (0, [], GUEST_OUTPUT)):
+			with self.subTest(rc=rc, outcomes=outcomes, text=text[-30:]):
+				self.assertEqual('unclassified', self.guest(rc, outcomes, text).kind)
+
+	def test_guest_run_without_readable_results_is_unclassified(self):
+		"""The console is not read for a verdict: a failed test it shows
+		is no kill without the results file."""
+		self.assertEqual('unclassified', self.guest(1, None, GUEST_FAILED).kind)
+		bad = self.results(None)
+		for text in ('', '[{"name": "release: a"}]', '{"release: a": "FAIL"}'):
+			with self.subTest(text=text):
+				bad.write_text(text)
+				o = mutate.guest_outcome('s', 1, GUEST_FAILED, bad)
+				self.assertEqual('unclassified', o.kind)
+
+	def test_guest_copy_reads_only_its_own_runs_results(self):
+		"""Each run's results, read where the sandbox's out/ holds them;
+		one that wrote none is not judged by the run before."""
+		tmp = tempfile.TemporaryDirectory()
+		self.addCleanup(tmp.cleanup)
+		layout = Layout(Path(tmp.name), Path(tmp.name) / 'out')
+		copy = mutate.GuestCopy(layout, Path(tmp.name) / 'box')
+		copy.box.out.mkdir(parents=True)
+		runs = [(0, OK, GUEST_OUTPUT), (1, None, GUEST_NO_BUILD)]
+		args = []
+
+		def run(*a: str) -> Run:
+			"""What `gki qemu` does in the sandbox, whose out/ is mounted
+			at the real out/'s path."""
+			args.append(a)
+			rc, outcomes, output = runs[len(args) - 1]
+			at = Path(a[a.index('--results') + 1])
+			if outcomes is not None:
+				self.results(outcomes).replace(copy.box.out / at.relative_to(layout.out))
+			return Run(rc, output, Path('log'))
+		copy.box.run = run
+		self.assertEqual(('pass', '3 passed'), self.kind(copy.test(['kunit', 'boot_smoke'])))
+		self.assertEqual('no-build', copy.test(['kunit']).kind)
+		self.assertEqual(['--only', 'kunit', '--only', 'boot_smoke'], list(args[0][-4:]))
 
 	def test_judgement(self):
 		m = mutate.Mutant('m', 'f', 'a', 'b', host=('t',))

@@ -8,6 +8,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from gkibuild import testrun
 from gkibuild.layout import VARIANTS, Layout, Variant
 from gkibuild.tests import prereq
 from gkiqemu import boot, initramfs, ktap, runner
@@ -18,7 +19,7 @@ DEBUG = VARIANTS['debug']
 MODULE = '/modules/test/test_module/gki_test_module.ko'
 KTAP_OK = 'echo "TAP version 13"; echo "1..1"; echo "ok 1 loaded"\n'
 # The debug cases need the debug build, which `gki test` may still be
-# making while the other host tests run (runner.host_tests).
+# making while the other host tests run (testrun.host_tests).
 NEEDS_EVERY_VARIANT = True
 
 
@@ -56,13 +57,13 @@ class HarnessBootTest(unittest.TestCase):
 		# An initramfs of its own: `gki test` may be booting the
 		# variant's standard one meanwhile (background.py).
 		gdir = self.dir / 'guest'
-		initrd = runner.prepare(LAYOUT, v, [script], gdir=gdir)
+		initrd = testrun.prepare(LAYOUT, v, [script], gdir=gdir)
 		# Only the script: the standard suites are not what is tested here.
 		lst = gdir / 'initramfs.list'
 		spec = lst.read_text().replace(f'{gdir}/etc/test', str(self.dir / 'list'))
 		(self.dir / 'list').write_text(f'/tests/{script.name}\n')
 		lst.write_text(spec)
-		initramfs.cpio_from_spec(LAYOUT, v, gdir)
+		initramfs.cpio_from_spec(testrun.initramfs_inputs(LAYOUT, v).gen_init_cpio, gdir)
 		cmd = boot.command(LAYOUT.dist(v) / 'Image', initrd, v.qemu_mem_mb,
 				   f'gki.mode=test gki.suite_timeout={suite_timeout_s}', scratch)
 		return boot.run(cmd, self.dir / 'console.log', timeout_s)

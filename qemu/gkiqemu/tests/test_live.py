@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Suites streamed as a boot runs: recorded consoles fed in pieces to
 ktap.Stream give each suite once, when its result line arrives, as parse()
-reads it from the whole console; on a (fake) terminal the runner prints a
+reads it from the whole console; on a (fake) terminal live.py prints a
 line per suite and clears its live line, elsewhere it watches nothing."""
 
 import io
@@ -10,7 +10,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkiqemu import boot, ktap, runner
+from gkiqemu import boot, ktap, live
 
 LOGS = Path(__file__).parent / 'logs'
 S = ktap.Status
@@ -93,7 +93,7 @@ class StreamTest(unittest.TestCase):
 class LiveTest(unittest.TestCase):
 	def test_a_line_per_suite_then_the_live_line_cleared(self):
 		out = FakeTty()
-		with runner.watching('release boot 1', out) as watch:
+		with live.watching('release boot 1', out) as watch:
 			for p in pieces((LOGS / 'fail_skip.log').read_bytes(), 16):
 				watch(p)
 			watch(b'')
@@ -108,30 +108,30 @@ class LiveTest(unittest.TestCase):
 	def test_the_suites_own_failure_is_named_by_its_reason(self):
 		exit_status = ktap.parse((LOGS / 'exit_status.log').read_text()).subtests
 		self.assertEqual('suite_a: 1 passed, 1 failed; failed: exit status 124',
-				 runner.suite_line(exit_status[0]))
+				 live.suite_line(exit_status[0]))
 		crash = ktap.parse((LOGS / 'crash.log').read_text()).subtests
 		self.assertEqual('suite_b: 1 passed, 2 failed; failed: test 2, no result line',
-				 runner.suite_line(crash[1]))
+				 live.suite_line(crash[1]))
 
 	def test_many_failures_are_cut_short(self):
 		cases = [ktap.Test(f'c{n}', S.FAIL) for n in range(5)]
 		self.assertEqual('s: 5 failed; failed: c0, c1, c2 and 2 more',
-				 runner.suite_line(ktap.Test('s', S.FAIL, subtests=cases)))
+				 live.suite_line(ktap.Test('s', S.FAIL, subtests=cases)))
 
 	def test_not_a_terminal_watches_nothing(self):
 		out = io.StringIO()
-		with runner.watching('release boot 1', out) as watch:
+		with live.watching('release boot 1', out) as watch:
 			self.assertIsNone(watch)
-		with runner.watching('release boot 1', None) as watch:
+		with live.watching('release boot 1', None) as watch:
 			self.assertIsNone(watch)
 		self.assertEqual('', out.getvalue())
 
 	def test_a_failing_display_stops_and_the_boot_goes_on(self):
 		out = FakeTty()
-		live = runner.Live('release boot 1', out)
-		live.stream.feed = lambda data: 1 / 0
-		live.feed(b'KTAP version 1\n')
-		live.feed(b'1..1\n')
+		shown = live.Live('release boot 1', out)
+		shown.stream.feed = lambda data: 1 / 0
+		shown.feed(b'KTAP version 1\n')
+		shown.feed(b'1..1\n')
 		self.assertEqual(1, out.getvalue().count('live display stopped (ZeroDivisionError'))
 
 	def test_watching_leaves_the_boot_as_it_was(self):

@@ -4,11 +4,11 @@ one that checks in boot 2 are one test, so the checking half fails when
 the writing half did not pass; the skips that stand in for the other
 boot's half are not results; a boot beyond MAX_BOOTS is a failure."""
 
+import dataclasses
 import io
 import unittest
 from pathlib import Path
 
-from gkibuild.layout import VARIANTS
 from gkiqemu import boot, ktap, runner
 
 LOGS = Path(__file__).parent / 'logs'
@@ -16,6 +16,14 @@ S = ktap.Status
 CHECK = 'release: boot2: scratch_persist: global.data_readable_after_power_off'
 LIFE_CHECK = 'release: boot2: incfs_lifetime: life.work_after_power_off_boot2_checks'
 LOADER_CHECK = 'release: boot2: incfs_loader: ldr.app_64mib_runs_from_the_image_after_reboot'
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+	"""A runner.Machine, as the build's release variant."""
+	name: str = 'release'
+	qemu_mem_mb: int = 1024
+	qemu_timeout_s: int = 300
 
 
 def recorded(name: str) -> boot.Boot:
@@ -26,7 +34,7 @@ def recorded(name: str) -> boot.Boot:
 def evaluate(*logs: str) -> runner.Tally:
 	"""The release variant's boots, one recorded console each."""
 	tally = runner.Tally(io.StringIO())
-	runner.evaluate(VARIANTS['release'], [recorded(l) for l in logs], tally)
+	runner.evaluate(Machine(), [recorded(l) for l in logs], tally)
 	return tally
 
 

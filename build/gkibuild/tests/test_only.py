@@ -3,10 +3,9 @@
 
 import unittest
 
-from gkibuild import programs
+from gkibuild import programs, testrun
 from gkibuild.layout import VARIANTS, Layout
 from gkibuild.util import GkiError
-from gkiqemu import runner
 
 LAYOUT = Layout.default()
 
@@ -14,7 +13,7 @@ LAYOUT = Layout.default()
 class OnlyTest(unittest.TestCase):
 	def test_unknown_suite_is_refused_before_anything_is_built(self) -> None:
 		with self.assertRaisesRegex(GkiError, 'no guest suite named no_such_suite'):
-			runner.prepare(LAYOUT, VARIANTS['release'], [], only=['no_such_suite'])
+			testrun.prepare(LAYOUT, VARIANTS['release'], [], only=['no_such_suite'])
 
 	def test_known_suites_are_found(self) -> None:
 		names = {p.name for p in programs.discover(LAYOUT, 'suites')}

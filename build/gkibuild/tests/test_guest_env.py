@@ -8,6 +8,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
+from gkibuild import testrun
 from gkibuild.layout import VARIANTS, Layout
 from gkibuild.util import GkiError
 from gkiqemu import runner
@@ -16,14 +17,14 @@ from gkiqemu import runner
 class GuestEnvTest(unittest.TestCase):
 	def test_capital_names_with_plain_values_pass(self):
 		words = ['INCFS_FUZZ_IMAGES=10000', 'CRASH_POINTS=all', 'EMPTY=']
-		self.assertEqual(tuple(words), runner.guest_env(words))
+		self.assertEqual(tuple(words), testrun.guest_env(words))
 
 	def test_words_the_kernel_would_not_hand_on_are_refused(self):
 		# A dot makes a module parameter, a blank a second word, no '='
 		# a kernel parameter; lower case is kept for the kernel's own.
 		for bad in ('incfs.images=1', 'A=1 2', 'A="1"', 'NOVALUE', 'lower=1', '1A=1'):
 			with self.subTest(bad=bad), self.assertRaises(GkiError) as cm:
-				runner.guest_env([bad])
+				testrun.guest_env([bad])
 			self.assertIn(repr(bad), str(cm.exception))
 
 	def test_boots_put_the_words_on_every_boots_command_line(self):
@@ -40,7 +41,7 @@ class GuestEnvTest(unittest.TestCase):
 		with mock.patch.object(runner.initramfs, 'scratch_disk'), \
 		     mock.patch.object(runner.boot, 'command', side_effect=command), \
 		     mock.patch.object(runner.boot, 'run', return_value=done):
-			runner.boots(layout, VARIANTS['release'], Path('initrd'), 'test',
+			testrun.boots(layout, VARIANTS['release'], Path('initrd'), 'test',
 				     env=('A=1', 'B=two'))
 		self.assertEqual(1, len(lines))
 		self.assertTrue(lines[0].startswith('gki.mode=test gki.boot=1 '))

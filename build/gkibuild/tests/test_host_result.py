@@ -15,6 +15,7 @@ import unittest
 from pathlib import Path
 from typing import Callable
 
+from gkibuild import testrun
 from gkiqemu import ktap, runner
 
 S = ktap.Status
@@ -28,7 +29,7 @@ def case(name: str, **methods: Callable) -> type[unittest.TestCase]:
 def run(suite: unittest.TestSuite) -> runner.Tally:
 	"""Run a suite the way host_tests() does, into a tally of its own."""
 	tally = runner.Tally(io.StringIO())
-	runner.host_run(suite, tally)
+	testrun.host_run(suite, tally)
 	return tally
 
 
@@ -159,20 +160,20 @@ class CrossCheckTest(unittest.TestCase):
 		suite = unittest.TestSuite([case('Unrecorded', run=unrecorded)('run'),
 					    case('Plain', test_a=passes)('test_a')])
 		tally = run(suite)
-		self.assertIn((runner.HOST_VERDICT, S.FAIL), lines(tally))
-		self.assertIn('Unrecorded.run', detail(tally, runner.HOST_VERDICT))
+		self.assertIn((testrun.HOST_VERDICT, S.FAIL), lines(tally))
+		self.assertIn('Unrecorded.run', detail(tally, testrun.HOST_VERDICT))
 		self.assertEqual(1, tally.close())
 
 	def test_failure_in_the_tally_that_unittest_calls_success_fails_the_run(self) -> None:
-		result = runner._HostResult(runner.Tally(io.StringIO()))
+		result = testrun._HostResult(runner.Tally(io.StringIO()))
 		result.failed.append('host: Ghost.test_a')
-		self.assertIn('host: Ghost.test_a', runner.disagreement(result))
-		self.assertIn('unittest says success', runner.disagreement(result))
+		self.assertIn('host: Ghost.test_a', testrun.disagreement(result))
+		self.assertIn('unittest says success', testrun.disagreement(result))
 
 	def test_agreeing_run_adds_no_verdict_line(self) -> None:
 		tally = run_cases(case('Plain', test_a=passes, test_b=fails,
 				       test_c=expected_failure(passes), test_d=fails_for_two))
-		self.assertNotIn(runner.HOST_VERDICT, [o.name for o in tally.outcomes])
+		self.assertNotIn(testrun.HOST_VERDICT, [o.name for o in tally.outcomes])
 		self.assertEqual(3, tally.count(S.FAIL))
 
 
@@ -181,7 +182,7 @@ class DurationTest(unittest.TestCase):
 		slow = case('Slow', setUpClass=classmethod(lambda cls: time.sleep(0.3)),
 			    test_a=passes, test_b=passes)
 		quick = case('Quick', test_c=passes)
-		result = runner._HostResult(runner.Tally(io.StringIO()))
+		result = testrun._HostResult(runner.Tally(io.StringIO()))
 		quick.__module__ = 'other'
 		loader = unittest.TestLoader()
 		unittest.TestSuite([loader.loadTestsFromTestCase(slow),
@@ -191,7 +192,7 @@ class DurationTest(unittest.TestCase):
 
 	def test_the_run_names_its_slowest_modules(self):
 		self.assertEqual('70 s; slowest: b 40 s, c 20 s',
-				 runner.slowest({'a': 10.0, 'b': 40.0, 'c': 20.0}, shown=2))
+				 testrun.slowest({'a': 10.0, 'b': 40.0, 'c': 20.0}, shown=2))
 		tally = run_cases(case('Quick', test_c=passes))
 		self.assertRegex(tally.out.getvalue(), r'\ngki: host tests: \d+ s; slowest: demo 0 s\n$')
 
@@ -221,7 +222,7 @@ class SplitTest(unittest.TestCase):
 		suite = unittest.TestSuite([loader.loadTestsFromTestCase(late),
 					    loader.loadTestsFromTestCase(early)])
 		tally = runner.Tally(io.StringIO())
-		runner.host_run_split(suite, tally, lambda: events.append('wait'))
+		testrun.host_run_split(suite, tally, lambda: events.append('wait'))
 		self.assertEqual(['demo.Early.test_a', 'demo.Early.test_c', 'wait',
 				  'demo_all.Late.test_b'], events)
 		self.assertEqual(3, tally.count(S.PASS))
@@ -234,7 +235,7 @@ class SplitTest(unittest.TestCase):
 			raise RuntimeError('the debug build failed')
 		suite = unittest.TestLoader().loadTestsFromTestCase(late)
 		with self.assertRaisesRegex(RuntimeError, 'debug build failed'):
-			runner.host_run_split(suite, runner.Tally(io.StringIO()), fail)
+			testrun.host_run_split(suite, runner.Tally(io.StringIO()), fail)
 		self.assertEqual([], ran)
 
 
