@@ -3,13 +3,16 @@
  * Vendor hooks, end to end: the example vendor modules attach to the GKI's
  * hooks and change what user space sees.  A normal hook fires with the
  * call site's arguments and detaches at rmmod; a restricted hook applies
- * its module's policy, pins the module, and refuses a second attachment.
+ * its module's policy, pins the module, and refuses a second attachment,
+ * from a module or from BPF.
  *
  * vh_nice stays loaded once this suite ran (that is the point of a
  * restricted hook); its default floor leaves every nice value alone.
  */
+#include <linux/bpf.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 
 #include "gki_test.h"
 #include "kselftest_harness.h"
@@ -251,6 +254,83 @@ TEST_F(nice, second_attachment_is_ebusy)
 	ASSERT_EQ(0, param_write("vh_nice", "floor", NICE_FLOOR));
 	ASSERT_EQ(0, setpriority(PRIO_PROCESS, 0, -7));
 	EXPECT_EQ(NICE_FLOOR, getpriority(PRIO_PROCESS, 0));
+}
+
+/* ===== BPF: raw tracepoints on normal hooks, never on restricted ones ===== */
+
+/* A raw-tracepoint program that returns 0; its fd, or -1 with errno. */
+static int bpf_load_raw_tp_prog(void)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr attr = {
+		.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+		.insns = (unsigned long)insns,
+		.insn_cnt = sizeof(insns) / sizeof(insns[0]),
+		.license = (unsigned long)"GPL",
+	};
+
+	return syscall(__NR_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+}
+
+/* Attaches prog to the tracepoint name; a link fd, or -1 with errno. */
+static int bpf_raw_tp_open(const char *name, int prog)
+{
+	union bpf_attr attr = {
+		.raw_tracepoint.name = (unsigned long)name,
+		.raw_tracepoint.prog_fd = prog,
+	};
+
+	return syscall(__NR_bpf, BPF_RAW_TRACEPOINT_OPEN, &attr, sizeof(attr));
+}
+
+FIXTURE(bpf) {
+	int prog;
+};
+
+FIXTURE_SETUP(bpf)
+{
+	char *config = gki_command_output("zcat /proc/config.gz");
+	bool raw_tp = config && gki_find_line(config, "CONFIG_BPF_EVENTS=y\n");
+
+	free(config);
+	self->prog = -1;
+	/* The release GKI has them; the small debug kernel has no BPF. */
+	if (!raw_tp)
+		SKIP(return, "no BPF raw tracepoints in this kernel (CONFIG_BPF_EVENTS)");
+	self->prog = bpf_load_raw_tp_prog();
+	ASSERT_LE(0, self->prog) TH_LOG("BPF_PROG_LOAD: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(bpf)
+{
+	if (self->prog >= 0)
+		close(self->prog);
+}
+
+TEST_F(bpf, normal_hook_takes_a_raw_tracepoint_program)
+{
+	int link = bpf_raw_tp_open("android_vh_mmap_region", self->prog);
+
+	ASSERT_LE(0, link) TH_LOG("BPF_RAW_TRACEPOINT_OPEN: %s", strerror(errno));
+	close(link);
+}
+
+/*
+ * A second probe on a restricted hook, attached through the ordinary
+ * tracepoint path, would replace the probe array the hook reads without
+ * RCU: the hook has no raw-tracepoint map, so BPF cannot find it.
+ */
+TEST_F(bpf, restricted_hook_has_no_raw_tracepoint)
+{
+	int link = bpf_raw_tp_open("android_rvh_set_user_nice", self->prog);
+
+	EXPECT_EQ(-1, link);
+	EXPECT_EQ(ENOENT, errno);
+	if (link >= 0)
+		close(link);
 }
 
 TEST_HARNESS_MAIN
