@@ -55,7 +55,8 @@ TEST(variant_matches_config)
 	ASSERT_NE(NULL, variant);
 	ASSERT_NE(NULL, config);
 	debug = gki_find_line(config, "CONFIG_KASAN=y\n") &&
-		gki_find_line(config, "CONFIG_PROVE_LOCKING=y\n");
+		gki_find_line(config, "CONFIG_PROVE_LOCKING=y\n") &&
+		gki_find_line(config, "CONFIG_UBSAN=y\n");
 	EXPECT_EQ(!strcmp(variant, "debug\n"), debug);
 	free(variant);
 	free(config);

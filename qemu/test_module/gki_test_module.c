@@ -29,6 +29,10 @@ static bool oob_on_load;
 module_param(oob_on_load, bool, 0444);
 MODULE_PARM_DESC(oob_on_load, "read past an allocation while loading (KASAN)");
 
+static bool ubsan_on_load;
+module_param(ubsan_on_load, bool, 0444);
+MODULE_PARM_DESC(ubsan_on_load, "shift past an int's width while loading (UBSAN)");
+
 static void fault_on_request(void)
 {
 	char *p;
@@ -46,6 +50,12 @@ static void fault_on_request(void)
 			pr_info("byte past the end: %d\n", READ_ONCE(p[8]));
 			kfree(p);
 		}
+	}
+	if (ubsan_on_load) {
+		int shift = 32;
+
+		OPTIMIZER_HIDE_VAR(shift);
+		pr_info("shifted past the width: %d\n", 1 << shift);
 	}
 }
 

@@ -118,14 +118,16 @@ class HarnessBootTest(unittest.TestCase):
 
 
 class DebugHarnessBootTest(HarnessBootTest):
-	"""KASAN and kmemleak reports, which only the debug variant makes."""
+	"""KASAN, UBSAN and kmemleak reports, which only the debug variant
+	makes."""
 	variant = DEBUG
 
-	def test_kasan_and_kmemleak_reports_fail_the_run(self):
-		s = self.script('fault_on_load', f'insmod {MODULE} oob_on_load=1 leak_on_load=1\n'
-				'rmmod gki_test_module\n' + KTAP_OK)
+	def test_kasan_ubsan_and_kmemleak_reports_fail_the_run(self):
+		s = self.script('fault_on_load', f'insmod {MODULE} oob_on_load=1 leak_on_load=1 '
+				'ubsan_on_load=1\nrmmod gki_test_module\n' + KTAP_OK)
 		report = self.kernel_report(self.boot_with(s, DEBUG.qemu_timeout_s, 120))
 		self.assertIn('BUG: KASAN: slab-out-of-bounds', report)
+		self.assertIn('UBSAN: shift-out-of-bounds', report)
 		self.assertIn('kmemleak: unreferenced object', report)
 
 	# The generic cases ran on the release variant already.
