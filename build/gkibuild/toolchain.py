@@ -72,7 +72,7 @@ def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR,
 			'CCACHE_IGNOREOPTIONS': '-ffile-prefix-map=/*',
 			# A re-extracted tree has new header mtimes.
 			'CCACHE_SLOPPINESS': 'include_file_mtime,include_file_ctime',
-			'CCACHE_MAXSIZE': '5G',
+			'CCACHE_MAXSIZE': '10G',
 			# Each C file compiles from its preprocessed text, as on
 			# a distcc host (make_vars); with DISTCC_HOSTS set
 			# (distcc.build_env), through distcc.
