@@ -49,9 +49,11 @@ class Build:
 
 	@property
 	def note(self) -> str:
-		"""The kernel stage's closing line."""
-		m = re.search(r'^\[kernel-\S+ .*\] (.*)$', self.output, re.M)
-		return m.group(1) if m else ''
+		"""The kernel stage's closing line: its last, since a stage
+		longer than a minute prints heartbeat lines before it
+		(progress.Compiled)."""
+		lines = re.findall(r'^\[kernel-\S+ .*\] (.*)$', self.output, re.M)
+		return lines[-1] if lines else ''
 
 
 def unavailable(layout: Layout, variant: Variant) -> str | None:

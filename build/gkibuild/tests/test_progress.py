@@ -14,7 +14,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from gkibuild import modules, progress, util
+from gkibuild import modules, progress, sandbox, util
 from gkibuild.kernel import Kernel
 from gkibuild.layout import VARIANTS, Layout
 from gkibuild.util import GkiError
@@ -341,6 +341,17 @@ class ModulesBuildTest(unittest.TestCase):
 		self.assertIn('vmod.ko uses new_sym, which the GKI does not export', msg)
 		self.assertNotIn('old_sym', msg)
 
+
+
+class SandboxNoteTest(unittest.TestCase):
+	"""A sandbox build's note is the kernel stage's closing line, not a
+	heartbeat printed before it."""
+
+	def test_the_closing_line_after_heartbeats(self):
+		out = ('[kernel-release (release)    ] 67 objects compiled, 1:00\n'
+		       '[kernel-release (release)    ] 110 objects rebuilt in    75.0 s\n')
+		self.assertEqual('110 objects rebuilt in    75.0 s',
+				 sandbox.Build(0, out, set(), {}).note)
 
 if __name__ == '__main__':
 	unittest.main()
