@@ -268,7 +268,7 @@ static int bpf_load_raw_tp_prog(void)
 	union bpf_attr attr = {
 		.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
 		.insns = (unsigned long)insns,
-		.insn_cnt = sizeof(insns) / sizeof(insns[0]),
+		.insn_cnt = ARRAY_SIZE(insns),
 		.license = (unsigned long)"GPL",
 	};
 
