@@ -10,17 +10,19 @@ import dataclasses
 import datetime
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Mapping
 
-from gkibuild import abi, archive, dist, distcc, kmi, modules, source, toolchain, tools
+from gkibuild import (
+	abi, archive, cmdref, dist, distcc, kmi, modules, source, toolchain, tools)
 from gkibuild.abi_changes import verdict
 from gkibuild.background import Background
 from gkibuild.kernel import Kernel, default_jobs
 from gkibuild.layout import VARIANTS, Layout, Variant, variants
 from gkibuild.util import (
-	EXIT_BUILD, EXIT_INTERRUPTED, EXIT_USAGE, GkiError, StageTimer, UsageError, die, info,
-	mtimes, rebuilt, sha256_file)
+	EXIT_BUILD, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, GkiError, StageTimer, UsageError, die,
+	info, mtimes, rebuilt, sha256_file)
 from gkiqemu import HarnessError
 
 
@@ -398,44 +400,92 @@ def cmd_mutate(args: argparse.Namespace, layout: Layout) -> int:
 	return mutate.main(layout, args.names, args.fast)[0]
 
 
-def parser() -> argparse.ArgumentParser:
-	p = argparse.ArgumentParser(prog='gki')
-	sub = p.add_subparsers(dest='cmd', required=True)
+# build/gki runs the command line through the parser with this set to 1
+# before it installs anything: a command line the parser rejects costs
+# nothing (exit status 2), and one it takes does nothing yet.
+CHECK_ONLY_ENV = 'GKI_CHECK_ARGS'
 
-	def add(name: str, default_variant: str) -> argparse.ArgumentParser:
-		s = sub.add_parser(name)
+
+def parser() -> argparse.ArgumentParser:
+	"""build/gki's command line; cmdref.py makes the command reference
+	(`gki help`, docs/commands.md) from it, so every argument has a help
+	text."""
+	p = argparse.ArgumentParser(
+		prog='gki', formatter_class=cmdref.Formatter,
+		description='The one entry point of the GKI build: it installs the host packages '
+		'that are missing (build/deps.sh), then runs the command. Every command that '
+		'boots or tests builds first what is missing or stale.')
+	sub = p.add_subparsers(dest='cmd', required=True, metavar='COMMAND')
+	release_only = 'accepted and ignored: this command builds the release variant'
+
+	def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+		return sub.add_parser(name, help=summary, description=description,
+				      formatter_class=cmdref.Formatter)
+
+	def add(name: str, default_variant: str, summary: str, description: str,
+		variant_help: str = 'the variant to build and use: release, debug, or all '
+		'of them, in turn') -> argparse.ArgumentParser:
+		s = command(name, summary, description)
 		s.add_argument('--variant', choices=['release', 'debug', 'all'],
-			       default=default_variant)
-		s.add_argument('-j', '--jobs', type=int, default=None,
+			       default=default_variant, help=variant_help)
+		s.add_argument('-j', '--jobs', type=int, default=None, metavar='N',
 			       help='parallel jobs (default: the cores, or the distcc hosts\' slots)')
 		s.add_argument('--accept-source-update', action='store_true',
-			       default=os.environ.get('GKI_ACCEPT_SOURCE_UPDATE') == '1')
+			       default=os.environ.get('GKI_ACCEPT_SOURCE_UPDATE') == '1',
+			       help='build although the pinned source cannot be had: the '
+			       "archive's newest version when the pinned one is gone, or a tarball "
+			       'whose sha256 is not the pin\'s (the manifest records "pinned": false; '
+			       'on when GKI_ACCEPT_SOURCE_UPDATE=1)')
 		return s
 
-	for name, variant in (('build', 'all'), ('repro', 'release')):
-		add(name, variant).add_argument(
-			'--distcc', metavar='HOSTS', default=None,
-			help='compile through these distcc hosts (HOST[:PORT][/SLOTS], space '
-			f'separated; default ${distcc.ENV}); repro: the second build only')
-	add('test', 'all').add_argument('--skip-host', action='store_true')
-	q = add('qemu', 'release')
-	q.add_argument('--add', action='append', default=[], metavar='PATH')
+	add('build', 'all', 'build the GKI and write out/dist/',
+	    'Install the host packages that are missing, extract and patch the pinned kernel '
+	    'source, configure, build Image, the GKI modules, the vendor modules and the device '
+	    'tools, check the release KMI against abi/ (the ABI gate), and write out/dist/ '
+	    '(out/dist-debug/ for the debug variant). A build whose inputs did not change is '
+	    'a no-op.').add_argument(
+		'--distcc', metavar='HOSTS', default=None,
+		help='compile through these distcc hosts (HOST[:PORT][/SLOTS], space separated), '
+		f'each first checked to run the same clang (default: ${distcc.ENV})')
+	add('test', 'all', 'build, then run the host tests and every guest suite',
+	    'Build what is missing or stale, run the host tests of the tooling, then every guest '
+	    'suite in QEMU on each variant; with both variants, the debug variant builds and '
+	    'the guest suites run while the host tests go on. The outcomes are also written as '
+	    'JUnit XML to out/test-results.xml. Exit status 1 when a test failed.').add_argument(
+		'--skip-host', action='store_true',
+		help='run the guest suites only, not the host tests')
+	q = add('qemu', 'release', 'boot the GKI and run guest suites, your own tests, or a shell',
+		'Build (unless --prebuilt), boot the GKI with the vendor modules in QEMU and run '
+		'the standard guest suites, or those named with --only, plus each program given '
+		'with --add, judged like the standard ones; or boot to a shell.')
+	q.add_argument('--add', action='append', default=[], metavar='PATH',
+		       help='also run this arm64 executable or script in the guest; it must '
+		       'print KTAP (repeatable)')
 	q.add_argument('--only', action='append', default=[], metavar='SUITE',
 		       help='run only this guest suite (repeatable)')
-	q.add_argument('--shell', action='store_true')
+	q.add_argument('--shell', action='store_true',
+		       help='boot to an interactive busybox shell on the serial console instead '
+		       'of running the suites (leave with poweroff -f)')
 	q.add_argument('--prebuilt', action='store_true',
 		       help='boot what is built, without building (the run `gki test` starts '
 		       'while its host tests go on)')
 	q.add_argument('--results', metavar='FILE',
 		       help='also write the outcomes to FILE as JSON')
 	q.add_argument('--env', action='append', default=[], metavar='NAME=VALUE',
-		       help="set NAME in the suites' environment (repeatable), "
-		       'e.g. the size of a long campaign')
+		       help="set NAME in the suites' environment (repeatable; NAME in capitals, "
+		       'VALUE without blanks), e.g. the size of a long campaign')
 	q.add_argument('--timeout', type=int, metavar='SECONDS',
 		       help="the boot's time limit (default: the variant's); "
 		       'each suite may take 2/3 of it')
-	be = add('bench', 'release')
-	be.add_argument('names', nargs='*')
+	be = add('bench', 'release', 'boot the GKI and run benchmark programs',
+		 'Build, boot the GKI and run the benchmark programs of qemu/bench/ and '
+		 'vendor_modules/*/bench/ (or those named); print the figures and the ratios of '
+		 'those measured side by side, and write them to out/bench/. Benchmarks are '
+		 'measured, never asserted.',
+		 'the variant to build and boot (all: both are built, the benchmarks run on '
+		 'release)')
+	be.add_argument('names', nargs='*', metavar='NAME',
+			help='a benchmark program to run (default: all)')
 	be.add_argument('--against-unhooked', action='store_true',
 			help='boot the release GKI and the same kernel built without the vendor '
 			'hook call sites alternately, and compare (default benchmark: vh_cost)')
@@ -445,8 +495,17 @@ def parser() -> argparse.ArgumentParser:
 	be.add_argument('--cc-unit', type=int, metavar='FILES', default=0,
 			help='compile FILES sampled C files of the kernel from their source and '
 			'through build/cc-unit, alternately, and compare their CPU time')
-	ab = add('abi', 'release')
-	ab.add_argument('action', choices=['check', 'update', 'compare'])
+	ab = add('abi', 'release', 'check the KMI, write a new baseline, or judge an update',
+		 'check: build the release GKI; its abi-check stage compares the KMI with the '
+		 'baseline in abi/ and writes out/dist/abi/report.short. update: build, show the '
+		 'changes and write a new baseline; additions are taken, a break only with '
+		 '--accept-break, recorded in abi/allowed_breaks. compare: build another '
+		 "linux-source-6.12 from Debian's archive, or the pinned one with another Debian "
+		 'clang, beside the release tree and check it against abi/ (exit status 0 '
+		 'compatible, 1 breaks, 2 could not build); nothing pinned or installed changes.',
+		 release_only)
+	ab.add_argument('action', choices=['check', 'update', 'compare'],
+			help='check, update or compare (above)')
 	ab.add_argument('--source', metavar='VERSION',
 			help='compare: build this linux-source-6.12 version from the archive')
 	ab.add_argument('--toolchain', metavar='clang-N',
@@ -454,29 +513,76 @@ def parser() -> argparse.ArgumentParser:
 	ab.add_argument('--accept-break', metavar='REASON',
 			help='update: take the breaks the report shows, recorded in '
 			'abi/allowed_breaks with REASON')
-	sy = add('symbols', 'release')
-	sy.add_argument('action', choices=['update'])
-	sy.add_argument('name', help=f'a list of symbol_lists/: {kmi.CORE} or a module folder')
+	sy = add('symbols', 'release', "add the kernel symbols a module set uses to its list",
+		 "Build the release kernel and NAME's modules, and add every kernel symbol they "
+		 'use to symbol_lists/NAME; add-only unless --remove. Exit status 1 when a module '
+		 'needs a symbol the GKI does not export at all.', release_only)
+	sy.add_argument('action', choices=['update'], help='update (the only action)')
+	sy.add_argument('name', metavar='NAME',
+			help=f'a list of symbol_lists/: {kmi.CORE} or a module folder')
 	sy.add_argument('--remove', action='store_true',
 			help='also drop symbols no module needs any more')
-	pr = sub.add_parser('programs')
+	pr = command('programs', 'print the command lines that build the user-space programs',
+		     'Print the command line that builds each user-space program (guest suites '
+		     'and benchmarks, device tools for arm64 and the host, the host C tests), or '
+		     'the named ones, from their one declaration in build/gkibuild/programs.py: '
+		     'what the build and the host tests run. Builds nothing.')
 	pr.add_argument('names', nargs='*', metavar='NAME',
 			help='suites, benchmarks, tools or host C tests (default: all)')
 	pr.add_argument('--variant', choices=list(VARIANTS), default='release',
 			help='whose UAPI headers guest programs build against')
-	so = sub.add_parser('source', help='move the source pin')
-	so.add_argument('action', choices=['pin'])
+	so = command('source', 'move the source pin',
+		     "Move common/source.pin to a linux-source-6.12 version Debian's archive "
+		     'offers: the package is downloaded, its tarball hashed, and version= and '
+		     'sha256= rewritten. An unknown version names the versions offered and '
+		     'leaves the pin as it was. Take a new version in a reviewed change '
+		     '(BUILD.md, "Moving the pin").')
+	so.add_argument('action', choices=['pin'], help='pin (the only action)')
 	so.add_argument('version', metavar='VERSION',
 			help="a linux-source-6.12 version Debian's archive offers (full, or "
 			'upstream as 6.12.120 when it matches one)')
-	mu = sub.add_parser('mutate')
-	mu.add_argument('names', nargs='*', metavar='NAME', help='mutants of build/mutants.toml')
+	mu = command('mutate', 'the mutation check: do the tests catch deliberate bugs?',
+		     'Apply each mutant of build/mutants.toml (or the named ones, or the fast '
+		     'sample) alone in a copy and run the tests that must catch it; report '
+		     'killed, survived or did not build, and write out/mutate/result.json. Exit '
+		     'status 1 on a survivor without a note, a note no longer true, a mutant '
+		     'that did not build, or an outcome that cannot be read.')
+	mu.add_argument('names', nargs='*', metavar='NAME', help='mutants of build/mutants.toml '
+			'(default: all)')
 	mu.add_argument('--fast', action='store_true', help='the sample ./build/gki test runs')
+	add('repro', 'release', 'build the release GKI twice and compare the bits',
+	    'Build the release GKI twice, into out/repro/a and out/repro/b, the ccache written '
+	    'but not read, and compare Image, vmlinux and every module byte for byte. Exit '
+	    'status 1 when a file differs.', release_only).add_argument(
+		'--distcc', metavar='HOSTS', default=None,
+		help='build the second through these distcc hosts (HOST[:PORT][/SLOTS], space '
+		'separated) and say of a file that differs whether only its debug info does')
+	he = command('help', "print this reference, or one command's",
+		     'Print every command with its synopsis, the environment and the exit '
+		     "statuses, or one command's options (as COMMAND --help does).")
+	he.add_argument('command', nargs='?', metavar='COMMAND', choices=list(sub.choices),
+			help='the command to describe (default: every command, in brief)')
+	he.add_argument('--markdown', action='store_true',
+			help=f'print the whole reference as Markdown: {cmdref.PAGE} is this output')
 	return p
 
 
 def main(argv: list[str]) -> int:
-	args = parser().parse_args(argv)
+	p = parser()
+	if not argv:
+		print(cmdref.overview(p), end='', file=sys.stderr)
+		return EXIT_USAGE
+	if argv[0] in ('-h', '--help'):
+		argv = ['help', *argv[1:]]
+	unknown = cmdref.unknown_command(p, argv)
+	if unknown:
+		print(unknown, file=sys.stderr)
+		return EXIT_USAGE
+	args = p.parse_args(argv)
+	if args.cmd == 'help':
+		return cmdref.cmd_help(p, args.command, args.markdown)
+	if os.environ.get(CHECK_ONLY_ENV) == '1':
+		return EXIT_OK
 	layout = Layout.default()
 	handler = {'build': cmd_build, 'repro': cmd_repro, 'test': cmd_test,
 		   'qemu': cmd_qemu, 'bench': cmd_bench, 'symbols': cmd_symbols,
