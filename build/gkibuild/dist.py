@@ -14,7 +14,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from gkibuild import gkimodules
+from gkibuild import gkimodules, modules
 from gkibuild.kernel import Kernel
 from gkibuild.modules import ExtModule
 
@@ -58,10 +58,13 @@ def assemble(kernel: Kernel, headers: Path, ext: dict[ExtModule, list[Path]],
 	gkimodules.stage(kernel.in_tree_modules(), kernel.gki_modules(), manifest['kernel_release'],
 			 mods / 'gki')
 	for mod, kos in ext.items():
-		d = mods / mod.kind / mod.name
+		if not kos:
+			continue	# not built for this variant (modules.wanted)
+		d = mods / mod.dist_dir
 		d.mkdir(parents=True)
 		for ko in kos:
 			shutil.copy2(ko, d / ko.name)
+		modules.stage_load(mod, mods, manifest['kernel_release'], tmp / 'System.map')
 		uapi = mod.src / 'include' / 'uapi'
 		if uapi.is_dir():
 			shutil.copytree(uapi, tmp / 'include' / 'uapi', dirs_exist_ok=True)

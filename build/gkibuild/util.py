@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -156,25 +155,6 @@ def write_if_changed(path: Path, data: bytes) -> bool:
 	tmp.write_bytes(data)
 	os.replace(tmp, path)
 	return True
-
-
-def sync_tree(src: Path, dst: Path) -> None:
-	"""Mirror src into dst, copying only files whose content changed and
-	removing files that src no longer has (build outputs are kept)."""
-	dst.mkdir(parents=True, exist_ok=True)
-	wanted = set()
-	for p in sorted(src.rglob('*')):
-		rel = p.relative_to(src)
-		wanted.add(rel)
-		if p.is_dir():
-			(dst / rel).mkdir(exist_ok=True)
-		elif write_if_changed(dst / rel, p.read_bytes()):
-			shutil.copymode(p, dst / rel)
-	marker = dst / '.gki-sources'
-	old = set(Path(l) for l in marker.read_text().splitlines()) if marker.exists() else set()
-	for rel in old - wanted:
-		(dst / rel).unlink(missing_ok=True)
-	write_if_changed(marker, ''.join(f'{r}\n' for r in sorted(map(str, wanted))).encode())
 
 
 def die(msg: str, status: int = EXIT_BUILD) -> None:
