@@ -89,7 +89,7 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 				'toolchain': versions,
 				'patches': applied,
 				'config_sha256': config_sha,
-				'vendor_modules': sorted(m.name for m in ext if m.kind == 'vendor'),
+				'vendor_modules': sorted(m.name for m in ext if m.kind == 'vendor' and ext[m]),
 				'stage_seconds': timer.timings,
 			}
 			dists[v.name] = dist.assemble(k, headers, ext, shipped_tools, manifest)
