@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import datetime
 import json
+import os
 import re
 import sys
 import time
@@ -17,7 +18,7 @@ import unittest
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
-from gkibuild import programs, toolchain, tools
+from gkibuild import programs, skips, toolchain, tools
 from gkibuild.background import Background
 from gkibuild.layout import Layout, Variant, test_root
 from gkibuild.util import GkiError, info
@@ -303,10 +304,18 @@ def test_all(layout: Layout, vs: list[Variant], host: bool,
 					    f'{g.variant}: guest suites (run meanwhile)')
 	else:
 		guest(layout, vs, [], tally)
+	if os.environ.get('CI'):
+		skips.enforce(tally, configs(layout, vs))
 	rc = tally.close()
 	junit.write(tally.outcomes, layout.junit)
 	info(f'JUnit XML: {layout.junit}')
 	return rc
+
+
+def configs(layout: Layout, vs: list[Variant]) -> dict[str, str]:
+	"""Variant name -> its .config, for the variants built."""
+	paths = {v.name: layout.obj(v) / '.config' for v in vs}
+	return {name: p.read_text() for name, p in paths.items() if p.exists()}
 
 
 def shell(layout: Layout, v: Variant, extra: list[Path]) -> int:

@@ -4,6 +4,7 @@
 tally and its JUnit XML, and a run that did not happen fails."""
 
 import io
+import os
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
@@ -86,6 +87,27 @@ class TestAllTest(unittest.TestCase):
 		t = self.run_all(m, [])
 		self.assertEqual(1, self.rc)
 		self.assertIn(('debug: guest suites (run meanwhile)', S.FAIL), self.names(t))
+
+	def skip_run(self, ci: str | None) -> runner.Tally:
+		"""test_all of a release run that skipped one case for a reason
+		naming no kernel option and a debug run that passed, with CI set
+		to ci (None: unset)."""
+		m = FakeMeanwhile([self.run_of('release', S.SKIP, 0), self.run_of('debug', S.PASS, 0)])
+		env = {} if ci is None else {'CI': ci}
+		with mock.patch.dict('os.environ', env, clear=False):
+			if ci is None:
+				os.environ.pop('CI', None)
+			return self.run_all(m, [])
+
+	def test_a_skip_passes_outside_ci(self):
+		t = self.skip_run(None)
+		self.assertEqual(0, self.rc)
+		self.assertEqual([('release: x', S.SKIP), ('debug: x', S.PASS)], self.names(t))
+
+	def test_a_skip_ci_does_not_accept_fails_under_ci(self):
+		t = self.skip_run('true')
+		self.assertEqual(1, self.rc)
+		self.assertEqual([('debug: x', S.PASS), ('release: x', S.FAIL)], self.names(t))
 
 	def test_without_a_guest_run_meanwhile_the_guests_boot_here(self):
 		m = FakeMeanwhile([])
