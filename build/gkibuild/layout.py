@@ -30,6 +30,12 @@ VARIANTS = {
 	'debug': Variant('debug', ('gki.config', 'gki-debug.config'), 2048, 900, whole=False),
 }
 
+# The variant whose built tree the scratch-build tests copy, change and
+# rebuild (the ABI gate's, the vendor hooks', distcc's): the small one, where
+# a relink and an ABI dump take seconds whatever the release's size.  Their
+# baselines are dumped from that tree in the test, not read from abi/.
+SCRATCH = VARIANTS['debug']
+
 
 def python_path(top: Path) -> str:
 	"""PYTHONPATH for a Python process of the tree at top: its gkibuild

@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The ABI gate on real builds.  Each case copies the built release tree,
-makes one change, rebuilds what the change touches (scratch.py: seconds,
-not a kernel build) and runs the check against the checked-in baseline in
-abi/.  Two cases also boot the changed kernel with the incfs module built
-against the baseline GKI: MODVERSIONS must refuse it after a type change
-and load it after a change that keeps the KMI.  One takes the type change
-through 'abi update' on a copy of abi/: refused, then recorded."""
+"""The ABI gate on real builds.  The baseline is dumped from the built
+small tree (layout.SCRATCH) once, over the KMI of symbol_lists/, as `abi
+update` would write it.  Each case copies that tree, makes one change,
+rebuilds what the change touches (scratch.py: seconds, not a kernel build)
+and runs the check against that baseline.  Two cases also boot the changed
+kernel with the incfs module built against the unchanged tree: MODVERSIONS
+must refuse it after a type change and load it after a change that keeps
+the KMI.  One takes the type change through 'abi update' on a copy of the
+baseline: refused, then recorded.  The release's own baseline in abi/ is
+checked by every build (the abi-check stage)."""
 
 import os
 import shutil
@@ -16,7 +19,7 @@ from pathlib import Path
 from gkibuild import abi, abi_breaks, kmi, testrun, toolchain
 from gkibuild.abi_changes import verdict
 from gkibuild.kernel import Kernel
-from gkibuild.layout import VARIANTS, Layout
+from gkibuild.layout import SCRATCH, Layout
 from gkibuild.sandbox import unavailable
 from gkibuild.scratch import Scratch
 from gkibuild.tests import prereq
@@ -24,7 +27,6 @@ from gkibuild.util import GkiError
 from gkiqemu import boot
 
 LAYOUT = Layout.default()
-RELEASE = VARIANTS['release']
 LZ4_H = 'include/linux/lz4.h'
 LZ4_C = 'lib/lz4/lz4_decompress.c'
 INCFS = '/modules/vendor/incfs/incrementalfs.ko'
@@ -42,10 +44,7 @@ echo "ok 1 kmi_probe"
 
 
 def require_gate() -> None:
-	why = unavailable(LAYOUT, RELEASE)
-	if why is None and not (LAYOUT.abi / abi.BASELINE).exists():
-		why = 'no ABI baseline in abi/'
-	prereq.require(why, 'the ABI gate')
+	prereq.require(unavailable(LAYOUT, SCRATCH), 'the ABI gate')
 
 
 # LZ4_decompress_safe()'s last parameter, int -> long: its declaration and
@@ -66,10 +65,14 @@ class AbiGateTest(unittest.TestCase):
 	def setUpClass(cls):
 		require_gate()
 		cls.env = toolchain.hermetic_env()
-		cls.kernel = Kernel(LAYOUT, RELEASE, cls.env, os.cpu_count() or 1)
+		cls.kernel = Kernel(LAYOUT, SCRATCH, cls.env, os.cpu_count() or 1)
 		cls.lists = kmi.load_all(LAYOUT.symbol_lists)
 		cls.tmp = tempfile.TemporaryDirectory()
 		cls.dir = Path(cls.tmp.name)
+		cls.baseline = cls.dir / 'abi'
+		obj = cls.kernel.obj
+		abi.write_baseline(cls.baseline, obj / 'vmlinux', obj / 'Module.symvers',
+				   set().union(*cls.lists.values()), {'kernel_release': 'sandbox'})
 
 	@classmethod
 	def tearDownClass(cls):
@@ -83,22 +86,22 @@ class AbiGateTest(unittest.TestCase):
 		return s
 
 	def build_and_check(self, s: Scratch, listed: set[str] = frozenset()) -> abi.Result:
-		s.build(LAYOUT.log(RELEASE, f'gate-{self.name}'))
+		s.build(LAYOUT.log(SCRATCH, f'gate-{self.name}'))
 		lists = {**self.lists, 'test': set(listed)} if listed else self.lists
-		return abi.check(LAYOUT.abi, s.obj / 'vmlinux', s.obj / 'Module.symvers',
+		return abi.check(self.baseline, s.obj / 'vmlinux', s.obj / 'Module.symvers',
 				 lists, self.dir / self.name)
 
 	def boot_and_load(self, s: Scratch) -> str:
 		"""Boot the scratch kernel; insmod the module built against the
-		baseline GKI (out/dist) and say whether it loaded."""
+		unchanged tree and say whether it loaded."""
 		probe = self.dir / 'kmi_probe'
 		probe.write_text(PROBE.format(ko=INCFS))
 		probe.chmod(0o755)
-		initrd = testrun.prepare(LAYOUT, RELEASE, [probe], only=['boot_smoke'],
+		initrd = testrun.prepare(LAYOUT, SCRATCH, [probe], only=['boot_smoke'],
 					 gdir=self.dir / 'guest')
 		image = s.obj / 'arch' / 'arm64' / 'boot' / 'Image'
-		cmd = boot.command(image, initrd, RELEASE.qemu_mem_mb, 'gki.mode=test', None)
-		b = boot.run(cmd, self.dir / f'{self.name}-console.log', RELEASE.qemu_timeout_s)
+		cmd = boot.command(image, initrd, SCRATCH.qemu_mem_mb, 'gki.mode=test', None)
+		b = boot.run(cmd, self.dir / f'{self.name}-console.log', SCRATCH.qemu_timeout_s)
 		self.assertTrue(b.finished, b.console[-2000:])
 		return b.console
 
@@ -123,11 +126,11 @@ class AbiGateTest(unittest.TestCase):
 		self.assertIn('disagrees about version of symbol LZ4_decompress_safe', console)
 
 	def update_refuses_then_records(self, s: Scratch, r: abi.Result) -> None:
-		"""abi update on a copy of abi/: refused without a reason, the
-		baseline untouched; with one, the break is in allowed_breaks and
-		the new baseline checks clean."""
-		copy = self.dir / 'abi'
-		shutil.copytree(LAYOUT.abi, copy)
+		"""abi update on a copy of the baseline: refused without a reason,
+		the baseline untouched; with one, the break is in allowed_breaks
+		and the new baseline checks clean."""
+		copy = self.dir / 'update-abi'
+		shutil.copytree(self.baseline, copy)
 		before = {p.name: p.read_bytes() for p in copy.iterdir()}
 		meta = {'kernel_release': 'scratch', 'toolchain': {}}
 		vmlinux, symvers = s.obj / 'vmlinux', s.obj / 'Module.symvers'
@@ -137,8 +140,7 @@ class AbiGateTest(unittest.TestCase):
 		self.assertEqual(before, {p.name: p.read_bytes() for p in copy.iterdir()})
 		earlier = set(abi_breaks.load(copy))
 		abi.update(copy, vmlinux, symvers, self.lists, meta, out, 'test', '2026-12-03')
-		# abi/allowed_breaks already holds the breaks taken on purpose
-		# before (the vendor hooks'); this one adds exactly its own.
+		# This adds exactly its own breaks to what allowed_breaks held.
 		self.assertEqual({c.key for c in r.changes}, set(abi_breaks.load(copy)) - earlier)
 		again = abi.check(copy, vmlinux, symvers, self.lists, self.dir / 'again')
 		self.assertEqual([], again.changes, again.short)

@@ -5,12 +5,13 @@ reach the KMI through __traceiter_<hook>'s prototype, so a changed hook
 is a break the gate names, and a new hook whose symbols join the KMI is an
 addition only.
 
-On real scratch builds of the release kernel (scratch.py; root): one copy
-of the built tree, whose hook symbols are put into its KMI and dumped as
-the baseline before any edit, so the test depends neither on abi/ nor on
-which list in symbol_lists/ names the hooks.  Each case edits the copy,
-relinks, checks against that baseline and reverts its edits.  The short
-report's naming of hooks is also tested without a build."""
+On real scratch builds of the small tree (layout.SCRATCH; scratch.py;
+root): one copy of the built tree, whose hook symbols are put into its
+KMI and dumped as the baseline before any edit, so the test depends
+neither on abi/ nor on which list in symbol_lists/ names the hooks.  Each
+case edits the copy, relinks, checks against that baseline and reverts
+its edits.  The short report's naming of hooks is also tested without a
+build."""
 
 from __future__ import annotations
 
@@ -23,13 +24,12 @@ from typing import Callable
 from gkibuild import abi, abi_short, kmi, toolchain
 from gkibuild.abi_changes import Change, Result, verdict
 from gkibuild.kernel import Kernel
-from gkibuild.layout import VARIANTS, Layout
+from gkibuild.layout import SCRATCH, Layout
 from gkibuild.sandbox import unavailable
 from gkibuild.scratch import Scratch
 from gkibuild.tests import prereq
 
 LAYOUT = Layout.default()
-RELEASE = VARIANTS['release']
 MM_H = 'include/trace/hooks/mm.h'
 MEMINFO_C = 'fs/proc/meminfo.c'
 HOOKS_C = 'drivers/android/vendor_hooks.c'
@@ -62,10 +62,10 @@ def replacing(old: str, new: str) -> Callable[[str], str]:
 
 
 def require_hooks() -> None:
-	why = unavailable(LAYOUT, RELEASE)
-	config = LAYOUT.obj(RELEASE) / '.config'
+	why = unavailable(LAYOUT, SCRATCH)
+	config = LAYOUT.obj(SCRATCH) / '.config'
 	if why is None and 'CONFIG_ANDROID_VENDOR_HOOKS=y' not in config.read_text():
-		why = f'the release GKI was built without vendor hooks ({config})'
+		why = f"the {SCRATCH.name} GKI was built without vendor hooks ({config})"
 	prereq.require(why, 'vendor hooks in the KMI')
 
 
@@ -74,7 +74,7 @@ class HookAbiTest(unittest.TestCase):
 	def setUpClass(cls):
 		require_hooks()
 		env = toolchain.hermetic_env()
-		cls.kernel = Kernel(LAYOUT, RELEASE, env, os.cpu_count() or 1)
+		cls.kernel = Kernel(LAYOUT, SCRATCH, env, os.cpu_count() or 1)
 		tmp = tempfile.TemporaryDirectory()
 		cls.addClassCleanup(tmp.cleanup)
 		cls.dir = Path(tmp.name)
@@ -83,7 +83,7 @@ class HookAbiTest(unittest.TestCase):
 		cls.addClassCleanup(cls.scratch.remove)
 		cls.symbols = set().union(*cls.lists.values())
 		cls.set_kmi(cls.symbols)
-		cls.scratch.build(LAYOUT.log(RELEASE, 'gate-hooks-baseline'))
+		cls.scratch.build(LAYOUT.log(SCRATCH, 'gate-hooks-baseline'))
 		cls.baseline = cls.dir / 'abi'
 		abi.write_baseline(cls.baseline, cls.scratch.obj / 'vmlinux',
 				   cls.scratch.obj / 'Module.symvers', cls.symbols,
@@ -106,7 +106,7 @@ class HookAbiTest(unittest.TestCase):
 		self.addCleanup(self.set_kmi, self.symbols)
 
 	def build_and_check(self, name: str, lists: dict[str, set[str]]) -> abi.Result:
-		self.scratch.build(LAYOUT.log(RELEASE, f'gate-hooks-{name}'))
+		self.scratch.build(LAYOUT.log(SCRATCH, f'gate-hooks-{name}'))
 		s = self.scratch
 		return abi.check(self.baseline, s.obj / 'vmlinux', s.obj / 'Module.symvers',
 				 lists, self.dir / name)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gkibuild import distcc, modules, toolchain
 from gkibuild.kernel import Kernel
-from gkibuild.layout import VARIANTS, Layout
+from gkibuild.layout import SCRATCH, Layout
 from gkibuild.main import ext_modules
 from gkibuild.sandbox import unavailable
 from gkibuild.scratch import Scratch, copy, run_at_real_paths
@@ -29,7 +29,6 @@ from gkibuild.tests import prereq
 from gkibuild.util import GkiError
 
 LAYOUT = Layout.default()
-RELEASE = VARIANTS['release']
 # A kernel slice: three folders, a few dozen objects.  fs/jbd2's
 # transaction.c has multi-line macro arguments, whose lines only a compile
 # of the source (not of the preprocessed unit) would record.
@@ -128,7 +127,7 @@ class Daemon:
 
 
 def require_farm() -> None:
-	why = unavailable(LAYOUT, RELEASE)
+	why = unavailable(LAYOUT, SCRATCH)
 	if why is None and not shutil.which('distccd'):
 		why = 'distccd is not installed'
 	prereq.require(why, 'the distcc test')
@@ -161,9 +160,9 @@ class FarmTest(unittest.TestCase):
 		return distcc.tally((self.dir / f'client-{name}.log').read_text(errors='replace'))
 
 	def build_slice(self, env: dict[str, str], name: str) -> dict[str, bool]:
-		"""Rebuild SLICE in a copy of the release tree through env; for
+		"""Rebuild SLICE in a copy of the small tree (layout.SCRATCH) through env; for
 		each object, is it byte for byte the local build's?"""
-		k = Kernel(LAYOUT, RELEASE, env, 4)
+		k = Kernel(LAYOUT, SCRATCH, env, 4)
 		s = Scratch(k, LAYOUT.out / 'distcc-test' / name).create()
 		self.addCleanup(s.remove)
 		objs = sorted(p.relative_to(s.obj) for d in SLICE for p in (s.obj / d).glob('*.o'))
@@ -177,8 +176,8 @@ class FarmTest(unittest.TestCase):
 		"""Rebuild every vendor module through env in a copy of their
 		output folders; for each .ko, is it byte for byte the local
 		build's?"""
-		k = Kernel(LAYOUT, RELEASE, env, 4)
-		real = LAYOUT.ext(RELEASE)
+		k = Kernel(LAYOUT, SCRATCH, env, 4)
+		real = LAYOUT.ext(SCRATCH)
 		mirror = self.dir / f'ext-{name}'
 		copy([['cp', '-a', str(real), str(mirror)]])
 		same = {}
