@@ -48,6 +48,7 @@
 /* Delivered blocks whose blockmap entries wait for a flush, at most. */
 #define INCFS_MAX_DIRTY		512
 
+struct bio_vec;
 struct incfs_mount;
 
 /* A file or directory.  Nodes live until unmount: pointers stay valid. */
