@@ -5,39 +5,16 @@ half-written dist."""
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
 import shutil
-import tarfile
 from pathlib import Path
 from typing import Any
 
-from gkibuild import gkimodules, modules
+from gkibuild import gkimodules, kit, modules
 from gkibuild.kernel import Kernel
 from gkibuild.modules import ExtModule
-
-
-def _tar_headers(include: Path, dest: Path) -> None:
-	"""A reproducible tarball: sorted names, no owners, fixed times."""
-	buf = io.BytesIO()
-	with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as tar:
-		for p in sorted(include.rglob('*')):
-			if p.name.startswith('.'):
-				continue
-			ti = tar.gettarinfo(str(p), arcname=str(Path('include') / p.relative_to(include)))
-			ti.uid = ti.gid = 0
-			ti.uname = ti.gname = ''
-			ti.mtime = 0
-			if ti.isreg():
-				with p.open('rb') as f:
-					tar.addfile(ti, f)
-			else:
-				tar.addfile(ti)
-	with dest.open('wb') as raw, gzip.GzipFile(fileobj=raw, mode='wb', mtime=0,
-						   filename='') as gz:
-		gz.write(buf.getvalue())
+from gkibuild.util import write_tarball
 
 
 def assemble(kernel: Kernel, headers: Path, ext: dict[ExtModule, list[Path]],
@@ -52,7 +29,8 @@ def assemble(kernel: Kernel, headers: Path, ext: dict[ExtModule, list[Path]],
 			  (obj / 'vmlinux', 'vmlinux'), (obj / 'System.map', 'System.map'),
 			  (obj / 'Module.symvers', 'Module.symvers'), (obj / '.config', '.config')):
 		shutil.copy2(src, tmp / name)
-	_tar_headers(headers, tmp / 'kernel-uapi-headers.tar.gz')
+	write_tarball(headers, 'include', tmp / 'kernel-uapi-headers.tar.gz', hidden=False)
+	kit.write(kernel.layout.src, obj, tmp / kit.TARBALL, kernel.env)
 
 	mods = tmp / 'modules'
 	gkimodules.stage(kernel.in_tree_modules(), kernel.gki_modules(), manifest['kernel_release'],

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
+import io
 import os
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -140,6 +143,30 @@ def sha256_text(*parts: str | bytes) -> str:
 		h.update(p.encode() if isinstance(p, str) else p)
 		h.update(b'\0')
 	return h.hexdigest()
+
+
+def write_tarball(root: Path, prefix: str, dest: Path, hidden: bool = True) -> None:
+	"""root's tree as a reproducible .tar.gz, its names under prefix:
+	sorted names, no owners, fixed times.  hidden False: names starting
+	with '.' are left out."""
+	buf = io.BytesIO()
+	with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as tar:
+		for p in sorted(root.rglob('*')):
+			rel = p.relative_to(root)
+			if not hidden and any(part.startswith('.') for part in rel.parts):
+				continue
+			ti = tar.gettarinfo(str(p), arcname=str(Path(prefix) / rel))
+			ti.uid = ti.gid = 0
+			ti.uname = ti.gname = ''
+			ti.mtime = 0
+			if ti.isreg():
+				with p.open('rb') as f:
+					tar.addfile(ti, f)
+			else:
+				tar.addfile(ti)
+	with dest.open('wb') as raw, gzip.GzipFile(fileobj=raw, mode='wb', mtime=0,
+						   filename='') as gz:
+		gz.write(buf.getvalue())
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:
