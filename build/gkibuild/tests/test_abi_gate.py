@@ -16,30 +16,27 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import abi, abi_breaks, kmi, testrun, toolchain
+from gkibuild import abi, abi_breaks, kmi, toolchain
 from gkibuild.abi_changes import verdict
 from gkibuild.kernel import Kernel
 from gkibuild.layout import SCRATCH, Layout
 from gkibuild.sandbox import unavailable
 from gkibuild.scratch import Scratch
-from gkibuild.tests import prereq
+from gkibuild.tests import prereq, probe
 from gkibuild.util import GkiError
-from gkiqemu import boot
 
 LAYOUT = Layout.default()
 LZ4_H = 'include/linux/lz4.h'
 LZ4_C = 'lib/lz4/lz4_decompress.c'
 INCFS = '/modules/vendor/incfs/incrementalfs.ko'
-PROBE = '''#!/bin/sh
-echo "TAP version 13"
-echo "1..1"
-if insmod {ko}; then
+# The probe's body (probe.py): load the module built against the unchanged
+# tree and say whether the kernel took it.
+PROBE = '''if insmod {ko}; then
 	echo "# GKI-KMI: loaded"
 else
 	echo "# GKI-KMI: refused"
 	dmesg | grep 'disagrees about version' | sed 's/^/# /'
 fi
-echo "ok 1 kmi_probe"
 '''
 
 
@@ -94,14 +91,10 @@ class AbiGateTest(unittest.TestCase):
 	def boot_and_load(self, s: Scratch) -> str:
 		"""Boot the scratch kernel; insmod the module built against the
 		unchanged tree and say whether it loaded."""
-		probe = self.dir / 'kmi_probe'
-		probe.write_text(PROBE.format(ko=INCFS))
-		probe.chmod(0o755)
-		initrd = testrun.prepare(LAYOUT, SCRATCH, [probe], only=['boot_smoke'],
-					 gdir=self.dir / 'guest')
 		image = s.obj / 'arch' / 'arm64' / 'boot' / 'Image'
-		cmd = boot.command(image, initrd, SCRATCH.qemu_mem_mb, 'gki.mode=test', None)
-		b = boot.run(cmd, self.dir / f'{self.name}-console.log', SCRATCH.qemu_timeout_s)
+		b = probe.boot_with(LAYOUT, SCRATCH, image, probe.script(PROBE.format(ko=INCFS),
+									   'kmi_probe', {}),
+				    'kmi_probe', self.dir / self.name)
 		self.assertTrue(b.finished, b.console[-2000:])
 		return b.console
 
