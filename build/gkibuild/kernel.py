@@ -9,7 +9,8 @@ import os
 import shutil
 from pathlib import Path
 
-from gkibuild import gkimodules, kconfig, kmi, progress, toolchain, treesync
+from gkibuild import gkimodules, kconfig, progress, toolchain, treesync
+from gkibuild.abi import kmi
 from gkibuild.layout import Layout, Variant
 from gkibuild.util import (
 	info, mtimes, rebuilt, run_logged, sha256_file, sha256_text, write_if_changed)

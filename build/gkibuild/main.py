@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from gkibuild import (
-	abi, archive, cmdref, dist, distcc, kmi, modules, source, toolchain, tools)
-from gkibuild.abi_changes import verdict
+from gkibuild import archive, cmdref, dist, distcc, modules, source, toolchain, tools
+from gkibuild.abi import gate, kmi
 from gkibuild.background import Background
 from gkibuild.kernel import Kernel, default_jobs
 from gkibuild.layout import VARIANTS, Layout, Variant, variants
@@ -94,12 +93,12 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 			}
 			dists[v.name] = dist.assemble(k, headers, ext, shipped_tools, manifest)
 		if v.name == 'release':
-			abi.write_prop(dists[v.name], lists, enforced, manifest)
+			gate.write_prop(dists[v.name], lists, enforced, manifest)
 		if v.name == 'release' and abi_check:
 			with timer.stage('abi-check', v.name):
-				res = abi.check(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
-						lists, dists[v.name] / 'abi')
-			print(abi.summary(res), flush=True)
+				res = gate.check(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
+						 lists, dists[v.name] / 'abi')
+			print(gate.summary(res), flush=True)
 			abi_gate(res, enforced)
 	if 'DISTCC_HOSTS' in env:
 		text = farm_log.read_text(errors='replace') if farm_log.exists() else ''
@@ -118,9 +117,9 @@ def kmi_enforced() -> bool:
 	return value == '1'
 
 
-def abi_gate(res: abi.Result, enforced: bool) -> None:
-	"""Fail the build on the check's verdict, or, not enforced, say it."""
-	failure = verdict(res)
+def abi_gate(res: gate.Result, enforced: bool) -> None:
+	"""Fail the build on the gate's decision, or, not enforced, say it."""
+	failure = gate.decide(res).why
 	if failure and enforced:
 		raise GkiError(failure)
 	if failure:
@@ -181,19 +180,19 @@ def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
 			       + '\n  '.join(stale))
 	dist = layout.dist(VARIANTS['release'])
 	manifest = json.loads((dist / 'manifest.json').read_text())
-	abi.update(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
-		   kmi.load_all(layout.symbol_lists),
-		   {'kernel_release': manifest['kernel_release'], 'source': manifest['source'],
-		    'toolchain': manifest['toolchain']}, dist / 'abi', args.accept_break,
-		   datetime.datetime.now(datetime.timezone.utc).date().isoformat())
+	gate.update(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
+		    kmi.load_all(layout.symbol_lists),
+		    {'kernel_release': manifest['kernel_release'], 'source': manifest['source'],
+		     'toolchain': manifest['toolchain']}, dist / 'abi', args.accept_break,
+		    datetime.datetime.now(datetime.timezone.utc).date().isoformat())
 	info(f'new ABI baseline in {layout.abi}; commit it with the symbol lists, using the '
-	     f'message in {dist / "abi" / abi.COMMIT_MSG}')
+	     f'message in {dist / "abi" / gate.COMMIT_MSG}')
 	return 0
 
 
 def abi_compare(args: argparse.Namespace, layout: Layout) -> int:
 	"""Build the release GKI as it is, then the candidate beside it."""
-	from gkibuild import compare
+	from gkibuild.abi import compare
 	if bool(args.source) == bool(args.toolchain):
 		raise UsageError('abi compare needs one of --source VERSION and --toolchain clang-N')
 	build(layout, variants('release'), args.jobs, args.accept_source_update, abi_check=False)

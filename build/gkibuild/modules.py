@@ -28,7 +28,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Mapping
 
-from gkibuild import gkimodules, kconfig, kmi, progress, toolchain
+from gkibuild import gkimodules, kconfig, progress, toolchain
+from gkibuild.abi import kmi
 from gkibuild.kernel import Kernel
 from gkibuild.util import GkiError, info, mtimes, run_logged, write_if_changed
 

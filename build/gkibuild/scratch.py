@@ -20,7 +20,8 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from gkibuild import kconfig, kmi, toolchain
+from gkibuild import kconfig, toolchain
+from gkibuild.abi import kmi
 from gkibuild.kernel import Kernel
 from gkibuild.util import GkiError
 

@@ -12,7 +12,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from gkibuild import abidiff
+from gkibuild.abi import abidiff
 from gkibuild.util import GkiError
 
 

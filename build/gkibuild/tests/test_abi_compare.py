@@ -15,8 +15,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import abi_breaks, archive, compare
-from gkibuild.abi_changes import Change, Result
+from gkibuild import archive
+from gkibuild.abi import breaks, compare
+from gkibuild.abi.changes import Change, Result
 from gkibuild.layout import Layout
 from gkibuild.util import GkiError
 
@@ -60,12 +61,12 @@ class ArgumentsTest(unittest.TestCase):
 
 
 class VerdictTest(unittest.TestCase):
-	"""The exit status from the check's changes: an addition alone, or a
-	recorded break, is compatible; a break, an enum change or a report the
-	gate cannot read is not."""
+	"""The exit status from the gate's decision on the check's changes: an
+	addition alone, or a recorded break, is compatible; a break, an enum
+	change or a report the gate cannot read is not."""
 
 	def status(self, *changes: Change, allowed: tuple[str, ...] = ()) -> int:
-		rec = abi_breaks.Record('2026-12-03', 'why', 'r', allowed)
+		rec = breaks.Record('2026-12-03', 'why', 'r', allowed)
 		return compare.verdict(Result(list(changes), Path('report.txt'),
 					      allowed={k: rec for k in allowed}))
 
@@ -76,7 +77,10 @@ class VerdictTest(unittest.TestCase):
 		self.assertEqual(compare.COMPATIBLE, self.status(crc, allowed=(crc.key,)))
 		self.assertEqual(compare.BREAKS, self.status(crc))
 		self.assertEqual(compare.BREAKS, self.status(Change('enum', 'enum e', 'insertion')))
-		self.assertEqual(compare.BREAKS, self.status(Change('unclassified', 'report', 'x')))
+		unread = Change('unclassified', 'report', 'x')
+		self.assertEqual(compare.BREAKS, self.status(unread))
+		# Recorded or not: the gate fails closed, the build as abi compare.
+		self.assertEqual(compare.BREAKS, self.status(unread, allowed=(unread.key,)))
 
 
 class SeriesTest(unittest.TestCase):

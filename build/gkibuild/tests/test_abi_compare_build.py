@@ -12,7 +12,8 @@ import shutil
 import unittest
 from pathlib import Path
 
-from gkibuild import compare, source
+from gkibuild import source
+from gkibuild.abi import compare
 from gkibuild.layout import VARIANTS, Layout
 from gkibuild.sandbox import unavailable
 from gkibuild.tests import prereq

@@ -16,8 +16,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import abi, abi_breaks, kmi, toolchain
-from gkibuild.abi_changes import verdict
+from gkibuild import toolchain
+from gkibuild.abi import breaks, gate, kmi
 from gkibuild.kernel import Kernel
 from gkibuild.layout import SCRATCH, Layout
 from gkibuild.sandbox import unavailable
@@ -68,8 +68,8 @@ class AbiGateTest(unittest.TestCase):
 		cls.dir = Path(cls.tmp.name)
 		cls.baseline = cls.dir / 'abi'
 		obj = cls.kernel.obj
-		abi.write_baseline(cls.baseline, obj / 'vmlinux', obj / 'Module.symvers',
-				   set().union(*cls.lists.values()), {'kernel_release': 'sandbox'})
+		gate.write_baseline(cls.baseline, obj / 'vmlinux', obj / 'Module.symvers',
+				    kmi.union(cls.lists), {'kernel_release': 'sandbox'})
 
 	@classmethod
 	def tearDownClass(cls):
@@ -82,11 +82,11 @@ class AbiGateTest(unittest.TestCase):
 		self.name = name
 		return s
 
-	def build_and_check(self, s: Scratch, listed: set[str] = frozenset()) -> abi.Result:
+	def build_and_check(self, s: Scratch, listed: set[str] = frozenset()) -> gate.Result:
 		s.build(LAYOUT.log(SCRATCH, f'gate-{self.name}'))
 		lists = {**self.lists, 'test': set(listed)} if listed else self.lists
-		return abi.check(self.baseline, s.obj / 'vmlinux', s.obj / 'Module.symvers',
-				 lists, self.dir / self.name)
+		return gate.check(self.baseline, s.obj / 'vmlinux', s.obj / 'Module.symvers',
+				  lists, self.dir / self.name)
 
 	def boot_and_load(self, s: Scratch) -> str:
 		"""Boot the scratch kernel; insmod the module built against the
@@ -118,7 +118,7 @@ class AbiGateTest(unittest.TestCase):
 		self.assertIn('GKI-KMI: refused', console)
 		self.assertIn('disagrees about version of symbol LZ4_decompress_safe', console)
 
-	def update_refuses_then_records(self, s: Scratch, r: abi.Result) -> None:
+	def update_refuses_then_records(self, s: Scratch, r: gate.Result) -> None:
 		"""abi update on a copy of the baseline: refused without a reason,
 		the baseline untouched; with one, the break is in allowed_breaks
 		and the new baseline checks clean."""
@@ -129,13 +129,13 @@ class AbiGateTest(unittest.TestCase):
 		vmlinux, symvers = s.obj / 'vmlinux', s.obj / 'Module.symvers'
 		out = self.dir / 'update'
 		with self.assertRaisesRegex(GkiError, '--accept-break'):
-			abi.update(copy, vmlinux, symvers, self.lists, meta, out, None, '2026-12-03')
+			gate.update(copy, vmlinux, symvers, self.lists, meta, out, None, '2026-12-03')
 		self.assertEqual(before, {p.name: p.read_bytes() for p in copy.iterdir()})
-		earlier = set(abi_breaks.load(copy))
-		abi.update(copy, vmlinux, symvers, self.lists, meta, out, 'test', '2026-12-03')
+		earlier = set(breaks.load(copy))
+		gate.update(copy, vmlinux, symvers, self.lists, meta, out, 'test', '2026-12-03')
 		# This adds exactly its own breaks to what allowed_breaks held.
-		self.assertEqual({c.key for c in r.changes}, set(abi_breaks.load(copy)) - earlier)
-		again = abi.check(copy, vmlinux, symvers, self.lists, self.dir / 'again')
+		self.assertEqual({c.key for c in r.changes}, set(breaks.load(copy)) - earlier)
+		again = gate.check(copy, vmlinux, symvers, self.lists, self.dir / 'again')
 		self.assertEqual([], again.changes, again.short)
 
 	def test_export_kind_namespace_and_removal_each_named(self):
@@ -171,7 +171,7 @@ class AbiGateTest(unittest.TestCase):
 		r = self.build_and_check(s, {'LZ4_compress_fast'})
 		self.assertFalse(r.breaks, r.short)
 		self.assertEqual(['LZ4_compress_fast'], r.added)
-		self.assertIn('./build/gki abi update', verdict(r))
+		self.assertIn('./build/gki abi update', gate.decide(r).why)
 		self.assertIn('  ADDED     LZ4_compress_fast: newly exported [test]', r.short)
 
 	def test_lts_style_fix_keeps_the_kmi_and_modules_load(self):

@@ -14,7 +14,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from gkibuild import abidiff
+from gkibuild.abi import abidiff
 from gkibuild.layout import Layout
 from gkibuild.tests import prereq
 

@@ -21,8 +21,9 @@ import unittest
 from pathlib import Path
 from typing import Callable
 
-from gkibuild import abi, abi_short, kmi, toolchain
-from gkibuild.abi_changes import Change, Result, verdict
+from gkibuild import toolchain
+from gkibuild.abi import gate, kmi, short
+from gkibuild.abi.changes import Change, Result
 from gkibuild.kernel import Kernel
 from gkibuild.layout import SCRATCH, Layout
 from gkibuild.sandbox import unavailable
@@ -81,13 +82,13 @@ class HookAbiTest(unittest.TestCase):
 		cls.lists = {**kmi.load_all(LAYOUT.symbol_lists), 'hooks': companions(MEMINFO)}
 		cls.scratch = Scratch(cls.kernel, LAYOUT.out / 'gate' / 'hooks').create()
 		cls.addClassCleanup(cls.scratch.remove)
-		cls.symbols = set().union(*cls.lists.values())
+		cls.symbols = kmi.union(cls.lists)
 		cls.set_kmi(cls.symbols)
 		cls.scratch.build(LAYOUT.log(SCRATCH, 'gate-hooks-baseline'))
 		cls.baseline = cls.dir / 'abi'
-		abi.write_baseline(cls.baseline, cls.scratch.obj / 'vmlinux',
-				   cls.scratch.obj / 'Module.symvers', cls.symbols,
-				   {'kernel_release': 'scratch'})
+		gate.write_baseline(cls.baseline, cls.scratch.obj / 'vmlinux',
+				    cls.scratch.obj / 'Module.symvers', cls.symbols,
+				    {'kernel_release': 'scratch'})
 
 	@classmethod
 	def set_kmi(cls, symbols: set[str]) -> None:
@@ -105,17 +106,17 @@ class HookAbiTest(unittest.TestCase):
 		self.scratch.add_kmi_symbols(symbols)
 		self.addCleanup(self.set_kmi, self.symbols)
 
-	def build_and_check(self, name: str, lists: dict[str, set[str]]) -> abi.Result:
+	def build_and_check(self, name: str, lists: dict[str, set[str]]) -> gate.Result:
 		self.scratch.build(LAYOUT.log(SCRATCH, f'gate-hooks-{name}'))
 		s = self.scratch
-		return abi.check(self.baseline, s.obj / 'vmlinux', s.obj / 'Module.symvers',
-				 lists, self.dir / name)
+		return gate.check(self.baseline, s.obj / 'vmlinux', s.obj / 'Module.symvers',
+				  lists, self.dir / name)
 
 	def test_changed_hook_prototype_is_a_break_naming_the_hook(self):
 		self.edit(MM_H, replacing(PROTO_OLD, PROTO_NEW))
 		self.edit(MEMINFO_C, replacing(CALL_OLD, CALL_NEW))
 		r = self.build_and_check('prototype', self.lists)
-		self.assertIn('the KMI differs from the baseline', verdict(r) or '', r.short)
+		self.assertIn('the KMI differs from the baseline', gate.decide(r).why or '', r.short)
 		blocking = {(c.kind, c.name) for c in r.blocking()}
 		self.assertEqual({('symbol', ITER), ('crc', ITER)}, blocking, r.short)
 		[sym] = r.of('symbol')
@@ -135,7 +136,7 @@ class HookAbiTest(unittest.TestCase):
 		self.assertEqual([], r.blocking(), r.short)
 		self.assertEqual(sorted(companions(ADDED)), r.added)
 		self.assertEqual(['added', 'added'], [c.kind for c in r.changes], r.short)
-		self.assertIn('./build/gki abi update', verdict(r) or '')
+		self.assertIn('./build/gki abi update', gate.decide(r).why or '')
 		self.assertIn(f'  ADDED     __traceiter_{ADDED} (vendor hook {ADDED}): newly exported',
 			      r.short)
 		self.assertIn('0 break(s), 0 needing approval, 2 addition(s)', r.short)
@@ -146,29 +147,29 @@ class HookNamesTest(unittest.TestCase):
 
 	def render(self, *found: Change) -> str:
 		res = Result(list(found), Path('report.txt'))
-		return abi_short.render(res, {'vhooks': {c.name for c in found}}, 'ABI check')
+		return short.render(res, {'vhooks': {c.name for c in found}}, 'ABI check')
 
 	def test_hook_symbols_name_their_hook(self):
 		rvh = '__tracepoint_android_rvh_set_user_nice'
-		short = self.render(
+		text = self.render(
 			Change('symbol', ITER, "parameter 3 of type 'int' was added", (ITER,)),
 			Change('added', rvh, 'newly exported', (rvh,)),
 			Change('crc', '__SCK__tp_func_sched_switch', 'CRC 0x1 -> 0x2',
 			       ('__SCK__tp_func_sched_switch',)))
-		self.assertIn(f'  BREAK     {ITER} (vendor hook {MEMINFO}): parameter 3', short)
+		self.assertIn(f'  BREAK     {ITER} (vendor hook {MEMINFO}): parameter 3', text)
 		self.assertIn(f'  ADDED     {rvh} (vendor hook android_rvh_set_user_nice): '
-			      'newly exported', short)
+			      'newly exported', text)
 		self.assertIn('  BREAK     __SCK__tp_func_sched_switch (tracepoint sched_switch): '
-			      'CRC 0x1 -> 0x2', short)
+			      'CRC 0x1 -> 0x2', text)
 
 	def test_other_symbols_and_types_keep_their_names(self):
-		short = self.render(
+		text = self.render(
 			Change('crc', 'LZ4_decompress_safe', 'CRC 0x1 -> 0x2', ('LZ4_decompress_safe',)),
 			Change('type', 'struct tracepoint', "1 data member insertion", (ITER,)))
-		self.assertIn('  BREAK     LZ4_decompress_safe: CRC 0x1 -> 0x2', short)
-		self.assertIn('  BREAK     struct tracepoint: 1 data member insertion', short)
-		self.assertNotIn('(tracepoint', short)
-		self.assertNotIn('(vendor hook', short)
+		self.assertIn('  BREAK     LZ4_decompress_safe: CRC 0x1 -> 0x2', text)
+		self.assertIn('  BREAK     struct tracepoint: 1 data member insertion', text)
+		self.assertNotIn('(tracepoint', text)
+		self.assertNotIn('(vendor hook', text)
 
 
 if __name__ == '__main__':

@@ -15,7 +15,7 @@ import dataclasses
 import unittest
 from pathlib import Path
 
-from gkibuild import abidiff
+from gkibuild.abi import abidiff
 
 FIXTURES = Path(__file__).resolve().parent / 'abidiff'
 LZ4 = "'function int LZ4_decompress_safe(const char*, char*, int, int)' at lz4_decompress.c:460:1"

@@ -15,8 +15,10 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from gkibuild import abi, abi_breaks, abidiff, kmi, main, modules
-from gkibuild.abi_changes import Change, Export, Result, read_symvers, verdict, write_symvers
+from gkibuild import main, modules
+from gkibuild.abi import abidiff, breaks, gate, kmi
+from gkibuild.abi.changes import Change, Result
+from gkibuild.abi.symvers import Export, read_symvers, write_symvers
 from gkibuild.layout import Layout, variants
 from gkibuild.tests.test_abi_report import recorded
 from gkibuild.util import GkiError
@@ -38,8 +40,8 @@ class UpdateTest(unittest.TestCase):
 		self.dir = Path(tmp.name)
 		self.abi = self.dir / 'abi'
 		self.abi.mkdir()
-		(self.abi / abi.BASELINE).write_text('<abi-corpus/>\n')
-		write_symvers(self.abi / abi.SYMVERS, OLD)
+		(self.abi / gate.BASELINE).write_text('<abi-corpus/>\n')
+		write_symvers(self.abi / gate.SYMVERS, OLD)
 		self.out = self.dir / 'out'
 
 	def run_update(self, record: str, exports: dict[str, Export],
@@ -55,21 +57,21 @@ class UpdateTest(unittest.TestCase):
 		with mock.patch.object(abidiff, 'dump', side_effect=fake_dump), \
 		     mock.patch.object(abidiff, 'diff', return_value=recorded(record)), \
 		     mock.patch('builtins.print'):
-			return abi.update(self.abi, self.dir / 'vmlinux', new, LISTS, META, self.out,
-					  accept, TODAY)
+			return gate.update(self.abi, self.dir / 'vmlinux', new, LISTS, META, self.out,
+					   accept, TODAY)
 
 	def assert_baseline_untouched(self):
-		self.assertEqual('<abi-corpus/>\n', (self.abi / abi.BASELINE).read_text())
-		self.assertEqual(OLD, read_symvers(self.abi / abi.SYMVERS))
-		self.assertFalse((self.abi / abi_breaks.FILE).exists())
+		self.assertEqual('<abi-corpus/>\n', (self.abi / gate.BASELINE).read_text())
+		self.assertEqual(OLD, read_symvers(self.abi / gate.SYMVERS))
+		self.assertFalse((self.abi / breaks.FILE).exists())
 
 	def test_additions_are_taken_without_a_reason(self):
 		r = self.run_update('unchanged', ADDED)
 		self.assertEqual(['LZ4_compress_fast'], r.added)
-		self.assertEqual(ADDED, read_symvers(self.abi / abi.SYMVERS))
-		self.assertIn('unchanged', (self.abi / abi.BASELINE).read_text())
-		self.assertFalse((self.abi / abi_breaks.FILE).exists())
-		msg = (self.out / abi.COMMIT_MSG).read_text()
+		self.assertEqual(ADDED, read_symvers(self.abi / gate.SYMVERS))
+		self.assertIn('unchanged', (self.abi / gate.BASELINE).read_text())
+		self.assertFalse((self.abi / breaks.FILE).exists())
+		msg = (self.out / gate.COMMIT_MSG).read_text()
 		self.assertIn('Adds 1 symbol(s) to the KMI: LZ4_compress_fast.', msg)
 		self.assertIn('    abi update: 0 type change(s), 1 symbol change(s)', msg)
 
@@ -80,7 +82,7 @@ class UpdateTest(unittest.TestCase):
 				with self.assertRaisesRegex(GkiError, '--accept-break "REASON"'):
 					self.run_update(record, exports)
 				self.assert_baseline_untouched()
-				self.assertIn('BREAK', (self.out / abi.SHORT).read_text())
+				self.assertIn('BREAK', (self.out / gate.SHORT).read_text())
 
 	def test_an_enum_change_is_refused_without_a_reason(self):
 		with self.assertRaisesRegex(GkiError, 'need approval'):
@@ -95,18 +97,18 @@ class UpdateTest(unittest.TestCase):
 	def test_a_break_with_a_reason_is_recorded_and_then_honoured(self):
 		why = 'LZ4 takes long sizes; every vendor module rebuilt for 2027.1'
 		r = self.run_update('kernel-parameter-type-changed', NEW_CRC, why)
-		self.assertEqual(NEW_CRC, read_symvers(self.abi / abi.SYMVERS))
-		records = abi_breaks.load(self.abi)
+		self.assertEqual(NEW_CRC, read_symvers(self.abi / gate.SYMVERS))
+		records = breaks.load(self.abi)
 		self.assertEqual({c.key for c in r.changes}, set(records))
 		rec = next(iter(records.values()))
 		self.assertEqual((TODAY, why, '6.12.118-gki'), (rec.when, rec.why, rec.release))
-		self.assertIn(why, (self.out / abi.COMMIT_MSG).read_text())
-		self.assertIn('[[break]]', (self.abi / abi_breaks.FILE).read_text())
+		self.assertIn(why, (self.out / gate.COMMIT_MSG).read_text())
+		self.assertIn('[[break]]', (self.abi / breaks.FILE).read_text())
 		# The same break against the old baseline (a rebase, a cherry-pick)
 		# now passes; another break does not.
-		write_symvers(self.abi / abi.SYMVERS, OLD)
+		write_symvers(self.abi / gate.SYMVERS, OLD)
 		again = self.run_update('kernel-parameter-type-changed', NEW_CRC)
-		self.assertIsNone(verdict(again), again.short)
+		self.assertIsNone(gate.decide(again).why, again.short)
 		self.assertIn('ALLOWED', again.short)
 		with self.assertRaises(GkiError):
 			self.run_update('struct-member-added', OLD)
@@ -115,19 +117,19 @@ class UpdateTest(unittest.TestCase):
 		for f in self.abi.iterdir():
 			f.unlink()
 		self.assertIsNone(self.run_update('unchanged', OLD))
-		self.assertEqual(OLD, read_symvers(self.abi / abi.SYMVERS))
-		self.assertIn('add the KMI baseline', (self.out / abi.COMMIT_MSG).read_text())
+		self.assertEqual(OLD, read_symvers(self.abi / gate.SYMVERS))
+		self.assertIn('add the KMI baseline', (self.out / gate.COMMIT_MSG).read_text())
 
 
 class AllowedBreaksTest(unittest.TestCase):
 	def test_a_malformed_file_fails_instead_of_allowing(self):
 		with tempfile.TemporaryDirectory() as d:
-			path = Path(d) / abi_breaks.FILE
+			path = Path(d) / breaks.FILE
 			for text in ('[[break]]\nwhen = "2026-12-03"\n', 'changes = [\n'):
 				with self.subTest(text):
 					path.write_text(text)
 					with self.assertRaisesRegex(GkiError, 'allowed_breaks'):
-						abi_breaks.load(Path(d))
+						breaks.load(Path(d))
 
 	def test_old_format_records_fail_with_one_error(self):
 		"""A change cut to 160 characters, or a type without its site,
@@ -136,14 +138,14 @@ class AllowedBreaksTest(unittest.TestCase):
 		       "'tracepoint_ptr_t* tracepo...",
 		       'type struct module_memory: type size changed from 128 to 576 (in bits)')
 		with tempfile.TemporaryDirectory() as d:
-			abi_breaks.append(Path(d), abi_breaks.Record(TODAY, 'new', 'r', (
+			breaks.append(Path(d), breaks.Record(TODAY, 'new', 'r', (
 				'type struct module_memory at module.h: type size changed',
 				'crc f: CRC 0x1 -> 0x2', 'removed g: no longer exported')))
-			path = Path(d) / abi_breaks.FILE
-			path.write_text(path.read_text() + abi_breaks.render(
-				abi_breaks.Record(TODAY, 'old', 'r', old)))
+			path = Path(d) / breaks.FILE
+			path.write_text(path.read_text() + breaks.render(
+				breaks.Record(TODAY, 'old', 'r', old)))
 			with self.assertRaises(GkiError) as e:
-				abi_breaks.load(Path(d))
+				breaks.load(Path(d))
 		msg = str(e.exception)
 		self.assertIn('2 recorded change(s) in the old format', msg)
 		for key in old:
@@ -152,15 +154,15 @@ class AllowedBreaksTest(unittest.TestCase):
 		self.assertIn('./build/gki abi update --accept-break', msg)
 
 	def test_the_checked_in_file_loads(self):
-		self.assertTrue(abi_breaks.load(Layout.default().abi))
+		self.assertTrue(breaks.load(Layout.default().abi))
 
 	def test_quotes_and_backslashes_round_trip(self):
 		with tempfile.TemporaryDirectory() as d:
-			rec = abi_breaks.Record(TODAY, 'a "quoted" \\ reason', 'r',
+			rec = breaks.Record(TODAY, 'a "quoted" \\ reason', 'r',
 						("type struct a at a.h: 'x' -> \"y\"",))
-			abi_breaks.append(Path(d), rec)
-			abi_breaks.append(Path(d), abi_breaks.Record(TODAY, 'second', 'r', ('crc b: 1',)))
-			got = abi_breaks.load(Path(d))
+			breaks.append(Path(d), rec)
+			breaks.append(Path(d), breaks.Record(TODAY, 'second', 'r', ('crc b: 1',)))
+			got = breaks.load(Path(d))
 			self.assertEqual(rec, got["type struct a at a.h: 'x' -> \"y\""])
 			self.assertEqual('second', got['crc b: 1'].why)
 
@@ -195,7 +197,7 @@ class ListsStandAloneTest(unittest.TestCase):
 			     mock.patch.object(kmi, 'needs', side_effect=self.needs), \
 			     mock.patch.object(modules, 'build',
 					       side_effect=lambda k, m: [Path(f'{m.name}.ko')]), \
-			     mock.patch.object(abi, 'write_prop'), \
+			     mock.patch.object(gate, 'write_prop'), \
 			     contextlib.redirect_stdout(io.StringIO()):
 				main.build(Layout(top, top / 'out'), variants('release'), 1, False,
 					   abi_check=False, distcc_hosts='')
@@ -227,14 +229,14 @@ class PropTest(unittest.TestCase):
 	def test_abi_prop_and_the_flattened_list(self):
 		with tempfile.TemporaryDirectory() as d:
 			dist = Path(d)
-			abi.write_prop(dist, LISTS, False, META)
-			props = dict(ln.split('=', 1) for ln in (dist / abi.PROP).read_text().splitlines())
+			gate.write_prop(dist, LISTS, False, META)
+			props = dict(ln.split('=', 1) for ln in (dist / gate.PROP).read_text().splitlines())
 			self.assertEqual('0', props['KMI_ENFORCED'])
 			self.assertEqual('abi/gki.xml', props['KMI_DEFINITION'])
 			self.assertEqual('symbol_lists/core symbol_lists/incfs', props['KMI_SYMBOL_LISTS'])
 			self.assertEqual('6.12.118-gki', props['KERNEL_RELEASE'])
 			self.assertEqual('clang-19.1.7 ld.lld-19.1.7', props['TOOLCHAIN'])
-			self.assertEqual(abi.list_digest(set().union(*LISTS.values())),
+			self.assertEqual(gate.list_digest(kmi.union(LISTS)),
 					 props['KMI_SYMBOL_LIST_SHA256'])
 			self.assertEqual('init_uts_ns\nLZ4_compress_fast\nLZ4_decompress_safe\nmodule_layout\n',
 					 (dist / 'abi_symbollist.raw').read_text())

@@ -2,7 +2,7 @@
 """The ABI gate's verdict and short report, on recorded abidiff reports: a
 break, an enum change, an unrecorded addition and a report the gate cannot
 classify each fail the build; an unchanged KMI and a recorded break pass.
-abi.check runs for real, with abidw and abidiff replaced by a record from
+gate.check runs for real, with abidw and abidiff replaced by a record from
 abidiff/ (see test_abi_report.py) and Module.symvers written by the test."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from gkibuild import abi, abi_breaks, abidiff
-from gkibuild.abi_changes import Export, verdict, write_symvers
+from gkibuild.abi import abidiff, breaks, gate
+from gkibuild.abi.changes import Change, Result
+from gkibuild.abi.symvers import Export, write_symvers
 from gkibuild.tests.test_abi_report import FIXTURES, recorded
 
 RELEASES = Path(__file__).resolve().parent / 'abi_releases'
@@ -53,11 +54,11 @@ class VerdictTest(unittest.TestCase):
 		self.dir = Path(tmp.name)
 		(self.dir / 'abi').mkdir()
 		(self.dir / 'out').mkdir()		# abidw, replaced here, makes it
-		(self.dir / 'abi' / abi.BASELINE).write_text('<abi-corpus/>\n')
-		write_symvers(self.dir / 'abi' / abi.SYMVERS, self.EXPORTS)
+		(self.dir / 'abi' / gate.BASELINE).write_text('<abi-corpus/>\n')
+		write_symvers(self.dir / 'abi' / gate.SYMVERS, self.EXPORTS)
 
 	def check(self, name: str, exports: dict[str, Export] | None = None,
-		  edit=lambda text: text, dumps: tuple[str, str] | None = None) -> abi.Result:
+		  edit=lambda text: text, dumps: tuple[str, str] | None = None) -> gate.Result:
 		"""abi.check with abidiff's answer taken from the record name (its
 		text through edit), the build's Module.symvers holding exports, and
 		the baseline and the new dump the XML files of dumps, if given."""
@@ -66,27 +67,27 @@ class VerdictTest(unittest.TestCase):
 		rc, text = recorded(name)
 		old_xml, new_xml = (('<abi-corpus/>\n',) * 2 if dumps is None else
 				    [(FIXTURES / d).read_text() for d in dumps])
-		(self.dir / 'abi' / abi.BASELINE).write_text(old_xml)
+		(self.dir / 'abi' / gate.BASELINE).write_text(old_xml)
 
 		def fake_dump(vmlinux, symbols, out, cache=None):
 			out.write_text(new_xml)
 		with mock.patch.object(abidiff, 'dump', side_effect=fake_dump), \
 		     mock.patch.object(abidiff, 'diff', return_value=(rc, edit(text))):
-			return abi.check(self.dir / 'abi', self.dir / 'vmlinux', new, LISTS,
-					 self.dir / 'out')
+			return gate.check(self.dir / 'abi', self.dir / 'vmlinux', new, LISTS,
+					  self.dir / 'out')
 
-	def fails(self, r: abi.Result) -> str:
+	def fails(self, r: gate.Result) -> str:
 		"""The verdict, which must be a failure."""
-		v = verdict(r)
+		v = gate.decide(r).why
 		self.assertIsNotNone(v, f'the gate passed:\n{r.short}')
 		return v
 
 	def test_unchanged_passes(self):
 		r = self.check('unchanged')
-		self.assertIsNone(verdict(r), r.short)
+		self.assertIsNone(gate.decide(r).why, r.short)
 		self.assertEqual([], r.changes)
 		self.assertIn('0 type change(s), 0 symbol change(s): 0 break(s)', r.short)
-		self.assertEqual(r.short, (self.dir / 'out' / abi.SHORT).read_text())
+		self.assertEqual(r.short, (self.dir / 'out' / gate.SHORT).read_text())
 
 	def test_enum_changes_need_approval(self):
 		for name, what in (('enum-enumerator-added', "'color::BLUE' value '2'"),
@@ -177,7 +178,7 @@ class VerdictTest(unittest.TestCase):
 		symvers missed it) or beside Module.symvers's, it is one change."""
 		old = {**self.EXPORTS, '___ratelimit': Export('0xf5edea2e', 'vmlinux',
 							       'EXPORT_SYMBOL', '')}
-		write_symvers(self.dir / 'abi' / abi.SYMVERS, old)
+		write_symvers(self.dir / 'abi' / gate.SYMVERS, old)
 		for new_ns in ('', 'GKI_TEST'):
 			with self.subTest(new_ns=new_ns):
 				new = Export('0xf5edea2e', 'vmlinux', 'EXPORT_SYMBOL', new_ns)
@@ -216,10 +217,10 @@ class VerdictTest(unittest.TestCase):
 	def test_recorded_break_passes_and_others_still_fail(self):
 		r = self.check('struct-member-added')
 		[c] = r.of('type')
-		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+		breaks.append(self.dir / 'abi', breaks.Record(
 			'2026-12-03', 'point grows for the z axis', '6.12.118-gki', (c.key,)))
 		r = self.check('struct-member-added')
-		self.assertIsNone(verdict(r), r.short)
+		self.assertIsNone(gate.decide(r).why, r.short)
 		self.assertIn('ALLOWED   struct point', r.short)
 		self.assertIn('(recorded 2026-12-03: point grows for the z axis)', r.short)
 		r = self.check('struct-member-resized')	# struct point, another change
@@ -229,22 +230,22 @@ class VerdictTest(unittest.TestCase):
 		"""A rebase onto a branch where the header's lines moved: the same
 		change, other line numbers; the record still holds."""
 		[c] = self.check('struct-member-added').of('type')
-		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+		breaks.append(self.dir / 'abi', breaks.Record(
 			'2026-12-03', 'point grows', '6.12.118-gki', (c.key,)))
 		r = self.check('struct-member-added',
 			       edit=lambda t: t.replace('lib.c:16:1', 'lib.c:21:1').replace(
 				       'lib.c:8:1', 'lib.c:13:1'))
 		self.assertIn("'struct point at lib.c:13:1' changed:", r.abidiff_report)
-		self.assertIsNone(verdict(r), r.short)
+		self.assertIsNone(gate.decide(r).why, r.short)
 
 	def test_a_record_holds_the_whole_change_not_its_first_characters(self):
 		"""Two struct sk_buff changes that part only after the characters
 		the short report shows: recording one leaves the other a break."""
 		taken, other = sk_buff_grows('android_kabi_reserved3'), sk_buff_grows('android_vendor_data1')
 		[c] = self.check('struct-member-added', edit=taken).of('type')
-		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+		breaks.append(self.dir / 'abi', breaks.Record(
 			'2026-12-03', 'sk_buff takes its reserved fields', '6.12.118-gki', (c.key,)))
-		self.assertIsNone(verdict(self.check('struct-member-added', edit=taken)))
+		self.assertIsNone(gate.decide(self.check('struct-member-added', edit=taken)).why)
 		r = self.check('struct-member-added', edit=other)
 		self.assertIn("'u64 android_vendor_data1'", r.abidiff_report)
 		self.assertIn(BREAK, self.fails(r))
@@ -273,7 +274,7 @@ class VerdictTest(unittest.TestCase):
 		self.assertEqual([], r.unclassified)
 		self.assertIn('2 type change(s)', r.short)
 		[b] = [c for c in twins if c.site.startswith('twin_b.c')]
-		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+		breaks.append(self.dir / 'abi', breaks.Record(
 			'2026-12-03', 'twin b grows', '6.12.118-gki', (b.key,)))
 		r = self.check('same-named-types', edit=both, dumps=dumps)
 		self.assertIn(BREAK, self.fails(r))
@@ -290,7 +291,7 @@ class VerdictTest(unittest.TestCase):
 		[c] = r.of('type')
 		self.assertEqual('struct twin', c.name)
 		self.assertIn("'struct twin at twin_b.c:7:1' changed:", r.abidiff_report)
-		abi_breaks.append(self.dir / 'abi', abi_breaks.Record(
+		breaks.append(self.dir / 'abi', breaks.Record(
 			'2026-12-03', 'twin b grows', '6.12.118-gki', (c.key,)))
 		r = self.check('same-named-types', dumps=dumps)
 		self.assertIn('cannot classify', self.fails(r))
@@ -303,9 +304,49 @@ class VerdictTest(unittest.TestCase):
 		r = self.check('soname-changed')
 		self.assertIn('cannot classify', self.fails(r))
 		for line in recorded('soname-changed')[1].splitlines():
-			self.assertIn(line, abi.summary(r))
+			self.assertIn(line, gate.summary(r))
 		self.assertIn("SONAME changed from 'libfixture.so.1' to 'libfixture.so.2'",
 			      r.report.read_text())
+
+
+class DecisionTest(unittest.TestCase):
+	"""gate.decide, the one decision the build, abi update and abi compare
+	take, on each kind of change, recorded in abi/allowed_breaks or not."""
+
+	CRC = Change('crc', 'f', 'CRC 0x1 -> 0x2', ('f',))
+	ENUM = Change('enum', 'enum e', 'insertion')
+	ADDED = Change('added', 'g', 'newly exported', ('g',))
+	UNREAD = Change('unclassified', 'report', 'unknown line: x')
+
+	def result(self, *found: Change, recorded: tuple[Change, ...] = ()) -> Result:
+		rec = breaks.Record('2026-12-03', 'why', 'r', tuple(c.key for c in recorded))
+		return Result(list(found), Path('report.txt'), allowed={c.key: rec for c in recorded})
+
+	def test_each_kind_of_change(self):
+		cases = [((), (), gate.PASS),
+			 ((self.ADDED,), (), gate.NEEDS_UPDATE),
+			 ((self.CRC,), (), gate.BREAKS),
+			 ((self.CRC,), (self.CRC,), gate.PASS),
+			 ((self.CRC, self.ADDED), (self.CRC,), gate.NEEDS_UPDATE),
+			 ((self.ENUM,), (), gate.BREAKS),
+			 ((self.ENUM,), (self.ENUM,), gate.PASS),
+			 ((self.UNREAD,), (), gate.BREAKS),
+			 ((self.UNREAD,), (self.UNREAD,), gate.BREAKS)]
+		for found, recorded, outcome in cases:
+			with self.subTest(found=[c.kind for c in found], recorded=[c.kind for c in recorded]):
+				d = gate.decide(self.result(*found, recorded=recorded))
+				self.assertEqual(outcome, d.outcome)
+				self.assertEqual(outcome == gate.PASS, d.why is None, d.why)
+
+	def test_what_blocks_is_what_breaks(self):
+		"""What abi update must be told to take (Result.blocking) is there
+		exactly when the decision is BREAKS: a report the gate could not
+		read, recorded or not, among it."""
+		res = self.result(self.UNREAD, self.ADDED, recorded=(self.UNREAD,))
+		self.assertEqual(gate.BREAKS, gate.decide(res).outcome)
+		self.assertEqual([self.UNREAD], res.blocking())
+		res = self.result(self.CRC, self.ADDED, recorded=(self.CRC,))
+		self.assertEqual((gate.NEEDS_UPDATE, []), (gate.decide(res).outcome, res.blocking()))
 
 
 class PointReleaseTest(unittest.TestCase):
@@ -323,15 +364,15 @@ class PointReleaseTest(unittest.TestCase):
 		self.addCleanup(tmp.cleanup)
 		d = Path(tmp.name)
 		(d / 'abi').mkdir()
-		(d / 'abi' / abi.BASELINE).write_text('<abi-corpus/>\n')
-		(d / 'abi' / abi.SYMVERS).write_bytes((RELEASES / '6.12.118.symvers').read_bytes())
+		(d / 'abi' / gate.BASELINE).write_text('<abi-corpus/>\n')
+		(d / 'abi' / gate.SYMVERS).write_bytes((RELEASES / '6.12.118.symvers').read_bytes())
 		report = (int((RELEASES / '6.12.111.rc').read_text()),
 			  (RELEASES / '6.12.111.report').read_text())
 		with mock.patch.object(abidiff, 'dump', side_effect=lambda v, s, out, c=None:
 				       out.write_text('<abi-corpus/>\n')), \
 		     mock.patch.object(abidiff, 'diff', return_value=report):
-			self.r = abi.check(d / 'abi', d / 'vmlinux', RELEASES / '6.12.111.symvers',
-					   LISTS, d)
+			self.r = gate.check(d / 'abi', d / 'vmlinux', RELEASES / '6.12.111.symvers',
+					    LISTS, d)
 
 	def test_short_report_leads_with_the_structs(self):
 		lines = self.r.short.splitlines()

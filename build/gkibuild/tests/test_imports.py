@@ -2,7 +2,9 @@
 """The import graph of the two packages, read with ast (nothing is
 imported, so a function's own imports count too): gkiqemu, the harness
 library, imports nothing of gkibuild, the build driver that uses it; so
-no import cycle joins the two packages."""
+no import cycle joins the two packages.  Within gkibuild, the KMI and ABI
+gate's subpackage (gkibuild.abi) uses none of the build's stages but in
+abi compare, the one command of it that builds."""
 
 from __future__ import annotations
 
@@ -18,6 +20,12 @@ PACKAGES = ('gkibuild', 'gkiqemu')
 # device tools' C tests, built by gkibuild.programs.  Every other module
 # of gkiqemu, its tests included, must do without gkibuild.
 ON_THE_BUILD = {'gkiqemu.tests.test_harness_boot', 'gkiqemu.tests.test_vendor_tools'}
+# gkibuild's subpackage for the KMI and the ABI gate: its modules use one
+# another and gkibuild's helpers, never the build's stages, but for the
+# abi compare command, which builds a candidate kernel.
+ABI = 'gkibuild.abi'
+ABI_COMMAND = 'gkibuild.abi.compare'
+ABI_MAY_USE = {'gkibuild.util'}
 
 
 def modules(top: Path = TOP) -> dict[str, Path]:
@@ -82,6 +90,18 @@ class ImportGraphTest(unittest.TestCase):
 		self.assertIn('gkibuild.main', self.graph)
 		self.assertIn('gkiqemu.ktap', self.graph['gkiqemu.runner'])
 
+	def test_the_subpackage_is_read(self):
+		self.assertIn(ABI, self.graph)
+		self.assertIn('gkibuild.abi.kmi', self.graph['gkibuild.kernel'])
+		self.assertIn('gkibuild.abi.symvers', self.graph['gkibuild.abi.kmi'])
+
+	def test_the_abi_package_stands_apart_from_the_stages(self):
+		bad = [f'{m} imports {d}' for m, deps in sorted(self.graph.items())
+		       if m.startswith(ABI + '.') and m != ABI_COMMAND
+		       for d in sorted(deps)
+		       if not (d.startswith(ABI + '.') or d in ABI_MAY_USE)]
+		self.assertEqual([], bad, f'only {ABI_COMMAND} may use the build\'s stages')
+
 	def test_the_harness_imports_nothing_of_the_build(self):
 		bad = [f'{m} imports {", ".join(sorted(d for d in deps if package(d) == "gkibuild"))}'
 		       for m, deps in sorted(self.graph.items())
@@ -101,8 +121,13 @@ class ImportGraphTest(unittest.TestCase):
 		sources = {'gkibuild': '', 'gkibuild.a': 'def f():\n\tfrom gkiqemu import b\n',
 			   'gkiqemu': '', 'gkiqemu.b': 'from . import c\nfrom .c import X\n',
 			   'gkiqemu.c': 'import gkibuild.a\nimport os\n',
-			   'gkiqemu.tests.test_c': 'from gkibuild import a\n'}
-		g = {name: imported(name, text, set(sources)) for name, text in sources.items()}
+			   'gkiqemu.tests.test_c': 'from gkibuild import a\n',
+			   'gkibuild.sub': 'from . import d\n', 'gkibuild.sub.d': '',
+			   'gkibuild.sub.e': 'from . import d\nfrom gkibuild.sub.d import X\n'}
+		g = {name: imported(name, text, set(sources), name == 'gkibuild.sub')
+		     for name, text in sources.items()}
+		self.assertEqual({'gkibuild.sub.d'}, g['gkibuild.sub'])
+		self.assertEqual({'gkibuild.sub.d'}, g['gkibuild.sub.e'])
 		self.assertEqual({'gkiqemu.b'}, g['gkibuild.a'])
 		self.assertEqual({'gkiqemu.c'}, g['gkiqemu.b'])
 		self.assertEqual({'gkibuild.a'}, g['gkiqemu.tests.test_c'])

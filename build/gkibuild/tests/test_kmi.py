@@ -9,7 +9,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import kmi, toolchain
+from gkibuild import toolchain
+from gkibuild.abi import kmi
 from gkibuild.layout import Layout
 from gkibuild.util import GkiError
 

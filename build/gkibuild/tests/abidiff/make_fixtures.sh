@@ -3,7 +3,7 @@
 #
 # Record the abidiff reports test_abi_report.py parses: NAME.report is
 # abidiff's stdout, NAME.rc its exit status.  They are real output of the
-# installed abigail-tools (Debian 12: 2.2), run with the flags abi.py uses,
+# installed abigail-tools (Debian 12: 2.2), run with the flags abidiff.py uses,
 # so the parser is tested on what the gate really sees, without a kernel
 # build.  Regenerate after an abigail-tools upgrade and read the diff.
 #
@@ -25,7 +25,7 @@ TOP=$(cd "$HERE/../../../.." && pwd)
 readonly HERE TOP
 readonly BASELINE=$TOP/abi/gki.xml
 readonly CC=${CC:-clang-19}
-# Keep in step with ABIDW_FLAGS, ABIDIFF_FLAGS and TOOL_ENV in build/gkibuild/abidiff.py.
+# Keep in step with ABIDW_FLAGS, ABIDIFF_FLAGS and TOOL_ENV in build/gkibuild/abi/abidiff.py.
 readonly ABIDW_FLAGS=(--no-corpus-path --no-comp-dir-path --type-id-style hash)
 readonly ABIDIFF_FLAGS=(--no-default-suppression --harmless --leaf-changes-only
 	--impacted-interfaces)
@@ -46,7 +46,7 @@ die() {
 	exit 1
 }
 
-# A symbol list in the only header libabigail 2.2 reads (see abi.py).
+# A symbol list in the only header libabigail 2.2 reads (see abidiff.py).
 write_list() {
 	local out=$1 sym
 	shift

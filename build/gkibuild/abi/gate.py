@@ -1,33 +1,41 @@
 # SPDX-License-Identifier: GPL-2.0
 """The ABI gate: the baseline in abi/, the check of a build against it, the
-reviewed baseline update, and abi.prop.
+gate's decision on it, the reviewed baseline update, and abi.prop.
 
 The check dumps vmlinux, runs abidiff (abidiff.py), merges its report with
-the Module.symvers tables into Change records (abi_changes.py) and writes
-report.txt (everything) and report.short (abi_short.py).  The update diffs
-first: additions are taken, a break only with a reason, which is recorded
-in abi/allowed_breaks (abi_breaks.py).
+the Module.symvers tables (symvers.py) into Change records (changes.py) and
+writes report.txt (everything) and report.short (short.py).  decide() is
+the one place that says whether the changes pass, need a new baseline or
+break the KMI: the build, abi update and abi compare all ask it.  The
+update diffs first: additions are taken, a break only with a reason, which
+is recorded in abi/allowed_breaks (breaks.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Mapping
 
-from gkibuild import abi_breaks, abi_short, abidiff
-from gkibuild.abi_changes import Export, Result, changes, read_symvers, write_symvers
+from gkibuild.abi import abidiff, breaks, kmi, short
+from gkibuild.abi.changes import APPROVAL, Result, changes
+from gkibuild.abi.symvers import Export, read_symvers, write_symvers
 from gkibuild.util import GkiError, info, sha256_text
 
 BASELINE = 'gki.xml'		# abidw of vmlinux, KMI only
 SYMVERS = 'gki.symvers'		# the KMI's lines of Module.symvers
 META = 'gki.json'		# what the baseline came from
 REPORT = 'report.txt'		# abidiff's whole report, after one line per change
-SHORT = 'report.short'		# one line per change (abi_short.py)
+SHORT = 'report.short'		# one line per change (short.py)
 COMMIT_MSG = 'commit-message.txt'	# written by update for the change that commits abi/
 PROP = 'abi.prop'		# Kleaf's summary of the KMI, in the dist folder
 CONSOLE_LINES = 40		# of report.short printed by a build
 DUMP_CACHE = 'abidw-cache'	# beside vmlinux: its recent dumps (abidiff.dump)
+# The gate's decisions (decide): the KMI is the baseline's; it grew, and
+# only a new baseline may take the additions; it breaks, or the gate
+# cannot tell.
+PASS, NEEDS_UPDATE, BREAKS = 'pass', 'needs update', 'breaks'
 
 
 def kmi_exports(symvers: Path, symbols: set[str]) -> dict[str, Export]:
@@ -41,7 +49,7 @@ def check(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[s
 	base = abi_dir / BASELINE
 	if not base.exists():
 		raise GkiError(f'no ABI baseline {base}: run ./build/gki abi update and commit abi/')
-	symbols = set().union(*lists.values())
+	symbols = kmi.union(lists)
 	new = out_dir / BASELINE
 	abidiff.dump(vmlinux, symbols, new, vmlinux.parent / DUMP_CACHE)
 	report = out_dir / REPORT
@@ -50,12 +58,44 @@ def check(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[s
 	new_exports = read_symvers(symvers)	# strict mode: the KMI, one for one
 	found = changes(abidiff.classify(text, rc), old_exports, new_exports,
 			(abidiff.definitions(base), abidiff.definitions(new)))
-	res = Result(found, report, text, abi_breaks.load(abi_dir))
-	res.short = abi_short.render(res, lists, title)
+	res = Result(found, report, text, breaks.load(abi_dir))
+	res.short = short.render(res, lists, title)
 	(out_dir / SHORT).write_text(res.short)
 	head = [f'baseline: {base}', f'new:      {new}', f'abidiff exit status: {rc}', '']
 	report.write_text('\n'.join(head + [res.short, text]))
 	return res
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+	"""What the gate makes of a check: PASS, NEEDS_UPDATE or BREAKS, and
+	why, the build's error (None when it passes)."""
+	outcome: str
+	why: str | None = None
+
+
+def decide(res: Result) -> Decision:
+	"""The gate's decision on a check, the one every command takes: a build
+	fails unless it passes (main.abi_gate), abi update takes BREAKS only
+	with a reason, and abi compare exits BREAKS on it.  A break breaks; so
+	does an enum change until it is approved, and a report the gate could
+	not read, recorded or not (it fails closed); a recorded break passes.
+	An addition needs an update: a symbol list and the baseline move
+	together in one change, so a grown list without a new baseline is not
+	releasable."""
+	if res.unclassified:
+		return Decision(BREAKS, 'abidiff reported changes the ABI gate cannot classify, so '
+				'it fails closed (the raw report is above)')
+	if res.breaks:
+		return Decision(BREAKS, 'the KMI differs from the baseline in abi/ (see above)')
+	if res.pending(APPROVAL):
+		return Decision(BREAKS, 'an enum of the KMI changed; that needs approval: if it is '
+				'safe for every vendor, record it with ./build/gki abi update '
+				'--accept-break "REASON"')
+	if res.added:
+		return Decision(NEEDS_UPDATE, 'the symbol lists grew but the baseline in abi/ did '
+				'not: run ./build/gki abi update and commit abi/ with the lists')
+	return Decision(PASS)
 
 
 def summary(res: Result) -> str:
@@ -97,20 +137,20 @@ def update(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[
 	abi/allowed_breaks.  Writes the commit message template to out_dir."""
 	if accept_break is not None and not accept_break.strip():
 		raise GkiError('--accept-break needs a reason: why this break is safe to ship')
-	symbols = set().union(*lists.values())
+	symbols = kmi.union(lists)
 	res = None
 	if (abi_dir / BASELINE).exists():
 		res = check(abi_dir, vmlinux, symvers, lists, out_dir, 'abi update')
 		print(summary(res), flush=True)
 		pending = res.blocking()
-		if pending and accept_break is None:
+		if decide(res).outcome == BREAKS and accept_break is None:
 			raise GkiError(
 				f'not updating the baseline: {len(pending)} change(s) above break the KMI '
 				'or need approval.  Fix them, or take them deliberately with\n'
 				'  ./build/gki abi update --accept-break "REASON"\n'
 				'which records them in abi/allowed_breaks (see BUILD.md, "The KMI")')
 		if pending:
-			path = abi_breaks.append(abi_dir, abi_breaks.Record(
+			path = breaks.append(abi_dir, breaks.Record(
 				today, accept_break.strip(), meta['kernel_release'],
 				tuple(c.key for c in pending)))
 			info(f'{len(pending)} change(s) recorded in {path}')
@@ -134,16 +174,16 @@ def commit_message(res: Result | None, accept_break: str | None, release: str) -
 			    '(recorded in abi/allowed_breaks).')
 	if not body:
 		body.append('Refreshes the baseline; no KMI symbol added or broken.')
-	short = ''.join(f'    {ln}\n' for ln in res.short.splitlines())
+	quoted = ''.join(f'    {ln}\n' for ln in res.short.splitlines())
 	return ('ANDROID: GKI: update the KMI baseline\n\n' + '\n\n'.join(body)
-		+ f'\n\nShort report (./build/gki abi update, {release}):\n\n{short}')
+		+ f'\n\nShort report (./build/gki abi update, {release}):\n\n{quoted}')
 
 
 def write_prop(dist: Path, lists: Mapping[str, set[str]], enforced: bool,
 	       meta: Mapping[str, object]) -> Path:
 	"""abi.prop, as Kleaf writes it, and the flattened list it names
 	(abi_symbollist, Android's format; .raw: one symbol per line)."""
-	symbols = set().union(*lists.values())
+	symbols = kmi.union(lists)
 	raw = ''.join(s + '\n' for s in sorted(symbols, key=lambda s: (s.lower(), s)))
 	(dist / 'abi_symbollist.raw').write_text(raw)
 	(dist / 'abi_symbollist').write_text(

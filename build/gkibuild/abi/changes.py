@@ -3,10 +3,12 @@
 
 Two sources see the KMI: libabigail's report (types; abidiff.py) and
 Module.symvers (each KMI symbol's CRC, export kind and namespace; it also
-covers in-tree modules, which libabigail cannot read here).  Both become
-one list of Change records, each counted once: a break, a change that needs
-approval (an enum's enumerators), or an addition.  A change recorded in
-abi/allowed_breaks (abi_breaks.py) no longer fails the gate.
+covers in-tree modules, which libabigail cannot read here; symvers.py).
+Both become one list of Change records, each counted once: a break, a
+change that needs approval (an enum's enumerators), or an addition.  A
+change recorded in abi/allowed_breaks (breaks.py) no longer blocks, but
+for one the gate could not classify.  What the gate makes of the list is
+decided in gate.py (decide).
 """
 
 from __future__ import annotations
@@ -17,41 +19,13 @@ import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from gkibuild import abi_breaks, abidiff
-from gkibuild.util import GkiError
+from gkibuild.abi import abidiff
+from gkibuild.abi.breaks import Record
+from gkibuild.abi.symvers import Export
 
 BREAK, APPROVAL, ADDITION = 'BREAK', 'APPROVAL', 'ADDED'
 SEVERITY = {'type': BREAK, 'symbol': BREAK, 'crc': BREAK, 'removed': BREAK,
 	    'export': BREAK, 'unclassified': BREAK, 'enum': APPROVAL, 'added': ADDITION}
-
-
-@dataclasses.dataclass(frozen=True)
-class Export:
-	"""One symbol's line of Module.symvers."""
-	crc: str
-	module: str
-	kind: str		# EXPORT_SYMBOL or EXPORT_SYMBOL_GPL
-	namespace: str		# '' outside a symbol namespace
-
-	def line(self, symbol: str) -> str:
-		return f'{self.crc}\t{symbol}\t{self.module}\t{self.kind}\t{self.namespace}\n'
-
-
-def read_symvers(path: Path) -> dict[str, Export]:
-	"""symbol -> Export from a Module.symvers (or the baseline's copy)."""
-	out = {}
-	for n, line in enumerate(path.read_text().splitlines(), 1):
-		cols = line.split('\t')
-		if len(cols) != 5:
-			raise GkiError(f'{path}:{n}: expected crc, symbol, module, export kind and '
-				       'namespace (a baseline from before export kinds were kept: run '
-				       './build/gki abi update)')
-		out[cols[1]] = Export(cols[0], cols[2], cols[3], cols[4])
-	return out
-
-
-def write_symvers(path: Path, exports: Mapping[str, Export]) -> None:
-	path.write_text(''.join(e.line(s) for s, e in sorted(exports.items())))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,8 +226,8 @@ class Result:
 	changes: list[Change]
 	report: Path			# report.txt
 	abidiff_report: str = ''	# printed whole when some of it is unclassified
-	allowed: dict[str, abi_breaks.Record] = dataclasses.field(default_factory=dict)
-	short: str = ''			# report.short's text (abi_short.py)
+	allowed: dict[str, Record] = dataclasses.field(default_factory=dict)
+	short: str = ''			# report.short's text (short.py)
 
 	def of(self, *kinds: str) -> list[Change]:
 		return [c for c in self.changes if c.kind in kinds]
@@ -279,31 +253,14 @@ class Result:
 		return [c for c in self.changes if c.severity == severity and c.key not in self.allowed]
 
 	def blocking(self) -> list[Change]:
-		"""What abi update refuses without a reason and abi compare calls a
-		break: unrecorded breaks (unclassified ones included) and enum
-		changes."""
-		return self.pending(BREAK) + self.pending(APPROVAL)
+		"""What fails the gate whatever the lists do, so that abi update
+		takes it only with a reason (gate.decide): unrecorded breaks and
+		enum changes, and every change the gate could not classify,
+		recorded or not (it fails closed)."""
+		return [c for c in self.changes if c.severity == BREAK
+			and (c.kind == 'unclassified' or c.key not in self.allowed)] + self.pending(APPROVAL)
 
 	@property
 	def breaks(self) -> bool:
 		return bool(self.pending(BREAK))
 
-
-def verdict(res: Result) -> str | None:
-	"""Why the gate fails the build, or None when it passes.  A break fails;
-	so does an enum change until it is approved, and an addition: a symbol
-	list and the baseline move together in one change, so a grown list
-	without a new baseline is not releasable; and so does a report the
-	gate could not read.  Recorded breaks pass."""
-	if res.unclassified:
-		return ('abidiff reported changes the ABI gate cannot classify, so it fails closed '
-			'(the raw report is above)')
-	if res.breaks:
-		return 'the KMI differs from the baseline in abi/ (see above)'
-	if res.pending(APPROVAL):
-		return ('an enum of the KMI changed; that needs approval: if it is safe for every '
-			'vendor, record it with ./build/gki abi update --accept-break "REASON"')
-	if res.added:
-		return ('the symbol lists grew but the baseline in abi/ did not: run '
-			'./build/gki abi update and commit abi/ with the lists')
-	return None

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The KMI: the symbol lists in symbol_lists/ (Android's format), the
-flattened union the kernel build trims its exports to, the strict check of
-the result, and 'symbols update'."""
+"""The KMI: the symbol lists in symbol_lists/ (Android's format), their
+union (union(), the one place it is computed), flattened for the kernel
+build to trim its exports to, the strict check of the result, what modules
+need (llvm-nm), and 'symbols update'."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from gkibuild.abi.symvers import read_symvers
 from gkibuild.util import GkiError, write_if_changed
 
 HEADER = '[abi_symbol_list]'
@@ -159,7 +161,8 @@ def load_all(lists_dir: Path) -> dict[str, set[str]]:
 
 
 def union(lists: Mapping[str, set[str]]) -> set[str]:
-	return set().union(*lists.values()) if lists else set()
+	"""The KMI: every symbol of the lists (lists: by name, as load_all)."""
+	return set().union(*lists.values())
 
 
 def write_whitelist(path: Path, symbols: set[str]) -> None:
@@ -220,24 +223,15 @@ def needs(kos: list[Path], env: Mapping[str, str], own: bool = True) -> dict[str
 	return out
 
 
-def symvers_exports(symvers: Path) -> dict[str, tuple[str, str]]:
-	"""symbol -> (CRC, module) from a Module.symvers."""
-	out = {}
-	for line in symvers.read_text().splitlines():
-		parts = line.split('\t')
-		if len(parts) >= 3:
-			out[parts[1]] = (parts[0], parts[2])
-	return out
-
-
 def strict(symvers: Path, lists: Mapping[str, set[str]], lists_dir: Path) -> None:
 	"""The exports of the build must be the KMI (the union of lists, by
 	name), one for one.  The error names the list to fix and the command:
 	an export in no list is one the GKI's in-tree modules use (core's);
 	a listed symbol the kernel does not export is in the lists naming it."""
-	exports = set(symvers_exports(symvers))
-	extra = sorted(exports - union(lists))
-	missing = sorted(union(lists) - exports)
+	exports = set(read_symvers(symvers))
+	listed = union(lists)
+	extra = sorted(exports - listed)
+	missing = sorted(listed - exports)
 	if not extra and not missing:
 		return
 	msg = [f'KMI strict mode: the exports in {symvers} differ from the union of {lists_dir}/*']

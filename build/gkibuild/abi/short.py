@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from gkibuild.abi_changes import APPROVAL, BREAK, NO_SITE, TYPE_KINDS, Change, Result
-from gkibuild.kmi import tracepoint_of
+from gkibuild.abi.changes import APPROVAL, BREAK, NO_SITE, TYPE_KINDS, Change, Result
+from gkibuild.abi.kmi import tracepoint_of
 
 SHOWN = 8	# names listed per vendor list before "and N more"
 VENDOR_HOOKS = ('android_vh_', 'android_rvh_')	# tracepoints that are vendor hooks

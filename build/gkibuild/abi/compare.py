@@ -25,8 +25,9 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from gkibuild import abi, archive, kmi, source, toolchain, treesync
-from gkibuild.abi_changes import Result
+from gkibuild import archive, source, toolchain, treesync
+from gkibuild.abi import gate, kmi
+from gkibuild.abi.changes import Result
 from gkibuild.kernel import Kernel
 from gkibuild.layout import VARIANTS, Layout
 from gkibuild.scratch import Scratch
@@ -106,12 +107,14 @@ def build(layout: Layout, cand: Candidate, jobs: int,
 def check(layout: Layout, cand: Candidate, s: Scratch) -> Result:
 	lists = kmi.load_all(layout.symbol_lists)
 	release = (s.obj / 'include' / 'config' / 'kernel.release').read_text().strip()
-	return abi.check(layout.abi, s.obj / 'vmlinux', s.obj / 'Module.symvers', lists,
-			 cand.root(layout) / 'abi', f'abi compare {cand.name} ({release})')
+	return gate.check(layout.abi, s.obj / 'vmlinux', s.obj / 'Module.symvers', lists,
+			  cand.root(layout) / 'abi', f'abi compare {cand.name} ({release})')
 
 
 def verdict(res: Result) -> int:
-	return BREAKS if res.blocking() else COMPATIBLE
+	"""The exit status, from the gate's decision: an addition alone is
+	compatible (the update would take it)."""
+	return BREAKS if gate.decide(res).outcome == gate.BREAKS else COMPATIBLE
 
 
 def run(layout: Layout, cand: Candidate, jobs: int,
@@ -129,7 +132,7 @@ def run(layout: Layout, cand: Candidate, jobs: int,
 		return NO_BUILD
 	finally:
 		s.remove()
-	print(abi.summary(res), flush=True)
+	print(gate.summary(res), flush=True)
 	status = verdict(res)
 	word = 'compatible with' if status == COMPATIBLE else 'BREAKS'
 	info(f'abi compare {cand.name}: {word} the KMI in abi/ '
