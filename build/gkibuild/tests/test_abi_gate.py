@@ -3,10 +3,11 @@
 small tree (layout.SCRATCH) once, over the KMI of symbol_lists/, as `abi
 update` would write it.  Each case copies that tree, makes one change,
 rebuilds what the change touches (scratch.py: seconds, not a kernel build)
-and runs the check against that baseline.  Two cases also boot the changed
-kernel with the incfs module built against the unchanged tree: MODVERSIONS
-must refuse it after a type change and load it after a change that keeps
-the KMI.  One takes the type change through 'abi update' on a copy of the
+and runs the check against that baseline, on the lines of its KMI in
+Module.symvers (the small tree does not trim its exports).  Two cases also
+boot the changed kernel with the incfs module built against the unchanged
+tree: MODVERSIONS must refuse it after a type change and load it after a
+change that keeps the KMI.  One takes the type change through 'abi update' on a copy of the
 baseline: refused, then recorded.  The release's own baseline in abi/ is
 checked by every build (the abi-check stage)."""
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from gkibuild import toolchain
 from gkibuild.abi import breaks, gate, kmi
+from gkibuild.abi.symvers import write_symvers
 from gkibuild.kernel import Kernel
 from gkibuild.layout import SCRATCH, Layout
 from gkibuild.sandbox import unavailable
@@ -42,6 +44,15 @@ fi
 
 def require_gate() -> None:
 	prereq.require(unavailable(LAYOUT, SCRATCH), 'the ABI gate')
+
+
+def trimmed(symvers: Path, symbols: set[str], dest: Path) -> Path:
+	"""The lines of symbols in symvers, written to dest: the small tree
+	exports everything (gki-debug.config: no trimming), where the release
+	exports exactly the KMI (CONFIG_TRIM_UNUSED_KSYMS); the gate reads a
+	release's Module.symvers."""
+	write_symvers(dest, gate.kmi_exports(symvers, symbols))
+	return dest
 
 
 # LZ4_decompress_safe()'s last parameter, int -> long: its declaration and
@@ -85,8 +96,10 @@ class AbiGateTest(unittest.TestCase):
 	def build_and_check(self, s: Scratch, listed: set[str] = frozenset()) -> gate.Result:
 		s.build(LAYOUT.log(SCRATCH, f'gate-{self.name}'))
 		lists = {**self.lists, 'test': set(listed)} if listed else self.lists
-		return gate.check(self.baseline, s.obj / 'vmlinux', s.obj / 'Module.symvers',
-				  lists, self.dir / self.name)
+		self.symvers = trimmed(s.obj / 'Module.symvers', kmi.union(lists),
+				       self.dir / f'{self.name}.symvers')
+		return gate.check(self.baseline, s.obj / 'vmlinux', self.symvers, lists,
+				  self.dir / self.name)
 
 	def boot_and_load(self, s: Scratch) -> str:
 		"""Boot the scratch kernel; insmod the module built against the
@@ -126,7 +139,7 @@ class AbiGateTest(unittest.TestCase):
 		shutil.copytree(self.baseline, copy)
 		before = {p.name: p.read_bytes() for p in copy.iterdir()}
 		meta = {'kernel_release': 'scratch', 'toolchain': {}}
-		vmlinux, symvers = s.obj / 'vmlinux', s.obj / 'Module.symvers'
+		vmlinux, symvers = s.obj / 'vmlinux', self.symvers
 		out = self.dir / 'update'
 		with self.assertRaisesRegex(GkiError, '--accept-break'):
 			gate.update(copy, vmlinux, symvers, self.lists, meta, out, None, '2026-12-03')

@@ -29,6 +29,7 @@ from gkibuild.layout import SCRATCH, Layout
 from gkibuild.sandbox import unavailable
 from gkibuild.scratch import Scratch
 from gkibuild.tests import prereq
+from gkibuild.tests.test_abi_gate import trimmed
 
 LAYOUT = Layout.default()
 MM_H = 'include/trace/hooks/mm.h'
@@ -109,8 +110,9 @@ class HookAbiTest(unittest.TestCase):
 	def build_and_check(self, name: str, lists: dict[str, set[str]]) -> gate.Result:
 		self.scratch.build(LAYOUT.log(SCRATCH, f'gate-hooks-{name}'))
 		s = self.scratch
-		return gate.check(self.baseline, s.obj / 'vmlinux', s.obj / 'Module.symvers',
-				  lists, self.dir / name)
+		symvers = trimmed(s.obj / 'Module.symvers', kmi.union(lists),
+				  self.dir / f'{name}.symvers')
+		return gate.check(self.baseline, s.obj / 'vmlinux', symvers, lists, self.dir / name)
 
 	def test_changed_hook_prototype_is_a_break_naming_the_hook(self):
 		self.edit(MM_H, replacing(PROTO_OLD, PROTO_NEW))
