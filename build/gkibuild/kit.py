@@ -20,20 +20,17 @@ standard interface, as with linux-headers:
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+from gkibuild import kconfig
 from gkibuild.util import GkiError, sha256_file, write_tarball
 
 TARBALL = 'gki-kit.tar.gz'
 MANIFEST = 'gki-kit.json'
 TOP = 'gki-kit'		# the folder the tarball unpacks into
-
-_VERSION_TEXT = re.compile(r'^CONFIG_CC_VERSION_TEXT="(.*)"$', re.M)
-_CLANG = re.compile(r'^CONFIG_CLANG_VERSION=(\d+)$', re.M)
 
 # GNUmakefile: {text} is the compiler's first --version line, as kbuild
 # records it (CONFIG_CC_VERSION_TEXT), {major} clang's major version.  kit-cc is the compiler kbuild's
@@ -79,10 +76,11 @@ include $(dir $(lastword $(MAKEFILE_LIST)))Makefile
 def toolchain(config: str) -> dict[str, object]:
 	"""The compiler a .config was built with: clang's major version and
 	the exact version string."""
-	text, number = _VERSION_TEXT.search(config), _CLANG.search(config)
-	if not text or not number or int(number.group(1)) == 0:
+	opts = kconfig.parse(config)
+	number, text = opts.get('CONFIG_CLANG_VERSION', '0'), opts.get('CONFIG_CC_VERSION_TEXT')
+	if not number.isdigit() or int(number) == 0 or not text:
 		raise GkiError('the kit needs a kernel built by clang (CONFIG_CLANG_VERSION)')
-	return {'clang_major': int(number.group(1)) // 10000, 'version_text': text.group(1)}
+	return {'clang_major': int(number) // 10000, 'version_text': text.strip('"')}
 
 
 def stage(src: Path, obj: Path, dest: Path, env: dict[str, str]) -> dict[str, object]:

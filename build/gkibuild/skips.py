@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from gkibuild import kconfig
 from gkiqemu import ktap
 from gkiqemu.runner import Tally
 
@@ -31,7 +32,8 @@ def refusal(name: str, reason: str, configs: Mapping[str, str]) -> str | None:
 	config = configs.get(variant)
 	if config is None:
 		return f'no kernel configuration of {variant!r} shows that {options[0]} is missing'
-	present = [o for o in options if re.search(rf'^{o}=[ym]$', config, re.M)]
+	opts = kconfig.parse(config)
+	present = [o for o in options if opts.get(o) in ('y', 'm')]
 	if present:
 		return f'{", ".join(present)} is set in the {variant} configuration'
 	return None
