@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gkibuild import gkimodules, kconfig, progress, toolchain, treesync
+from gkibuild import genksyms_cache, gkimodules, kconfig, progress, toolchain, treesync
 from gkibuild.abi import kmi
 from gkibuild.layout import Layout, Variant
 from gkibuild.util import (
@@ -97,6 +97,8 @@ class Kernel:
 		line follows make; a clean build records its object count as the
 		next clean build's expected total (progress.py)."""
 		kmi.write_whitelist(self.obj / kmi.WHITELIST, kmi_symbols)
+		if genksyms_cache.ENV_DIR in self.env:
+			genksyms_cache.prune(Path(self.env[genksyms_cache.ENV_DIR]))
 		before = mtimes(self.obj, '.o')
 		clean = progress.fresh(before, self.obj)
 		total = progress.expected(self.obj) if clean else None

@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+from gkibuild import genksyms_cache
 from gkibuild.layout import TOP
 from gkibuild.util import GkiError, capture
 
@@ -15,6 +16,8 @@ LLVM_MAJOR = 19
 LLVM_BIN = Path(f'/usr/lib/llvm-{LLVM_MAJOR}/bin')
 # ccache's prefix command in every build: the compile a distcc host does.
 CC_UNIT = Path(__file__).resolve().parent.parent / 'cc-unit'
+# kbuild's symbol versions through a cache (genksyms_cache.py).
+GENKSYMS_CACHE = Path(__file__).resolve().parent.parent / 'genksyms-cache'
 
 # Fixed identity so two builds of the same inputs are bit-identical.
 BUILD_IDENTITY = {
@@ -78,6 +81,8 @@ def hermetic_env(use_ccache: bool = True, major: int = LLVM_MAJOR,
 			# (distcc.build_env), through distcc.
 			'CCACHE_PREFIX': str(CC_UNIT),
 			'CCACHE_EXTRAFILES': str(CC_UNIT),
+			# genksyms's output, cached beside the objects.
+			genksyms_cache.ENV_DIR: str(ccache_dir() / 'genksyms'),
 		})
 		if not use_ccache:
 			env['CCACHE_RECACHE'] = '1'
@@ -144,7 +149,8 @@ def make_vars(env: dict[str, str], src: Path, obj: Path,
 			       '(build/deps.sh installs it)')
 	aflags = path_maps(env, src, obj, extra_maps or []) + ' ' + PREPROCESSED_FLAGS
 	return ['ARCH=arm64', 'LLVM=1', 'CC=ccache clang',
-		f'KCFLAGS={aflags} {PREPROCESSED_CFLAGS}', f'KAFLAGS={aflags}']
+		f'KCFLAGS={aflags} {PREPROCESSED_CFLAGS}', f'KAFLAGS={aflags}',
+		genksyms_cache.make_var(GENKSYMS_CACHE)]
 
 
 def _version(tool: str, env: dict[str, str]) -> str:

@@ -36,8 +36,10 @@ class ToolchainTest(unittest.TestCase):
 	def test_environment_is_sanitized(self):
 		env = toolchain.hermetic_env()
 		self.assertEqual({'PATH', 'LC_ALL', 'TZ', 'HOME', 'LOCALVERSION', 'KBUILD_BUILD_USER',
-				  'KBUILD_BUILD_HOST', 'KBUILD_BUILD_TIMESTAMP', 'KBUILD_BUILD_VERSION'},
+				  'KBUILD_BUILD_HOST', 'KBUILD_BUILD_TIMESTAMP', 'KBUILD_BUILD_VERSION',
+				  'GKI_GENKSYMS_CACHE'},
 				 {k for k in env if not k.startswith('CCACHE_')})
+		self.assertEqual(str(toolchain.ccache_dir() / 'genksyms'), env['GKI_GENKSYMS_CACHE'])
 		self.assertTrue(env['PATH'].startswith('/usr/lib/llvm-19/bin:'))
 
 	def test_prefix_maps_have_no_trailing_slash(self):
