@@ -18,6 +18,22 @@ MACHINE = ['-M', 'virt', '-cpu', 'max,pauth-impdef=on', '-smp', '2',
 # loglevel=5: warnings and errors reach the console (and the error scan),
 # chatty info lines do not interleave with the KTAP output.
 CMDLINE = 'console=ttyAMA0 panic=-1 loglevel=5 printk.time=1 rdinit=/init'
+# The virtual device's hardware, driven by vendor_modules/virtual_device/
+# (the virt machine's PL031 RTC is always there): network, GPU, keyboard,
+# RNG and a console port, on virtio-mmio.  The network backend is QEMU's
+# user-mode stack, restricted: nothing the guest sends leaves QEMU; the
+# console port's backend discards what it is sent.  Attached on every
+# boot: a kernel without the drivers (the small debug one) leaves them
+# idle.  Modern virtio-mmio (not legacy, QEMU's default there): virtio-gpu
+# and virtio-input refuse a device without VIRTIO_F_VERSION_1.
+VIRTUAL_DEVICE = ['-global', 'virtio-mmio.force-legacy=false',
+		  '-netdev', 'user,id=vnet0,restrict=on',
+		  '-device', 'virtio-net-device,netdev=vnet0',
+		  '-device', 'virtio-gpu-device',
+		  '-device', 'virtio-keyboard-device',
+		  '-device', 'virtio-rng-device',
+		  '-chardev', 'null,id=vcon0', '-device', 'virtio-serial-device',
+		  '-device', 'virtconsole,chardev=vcon0']
 
 DONE = 'GKI-HARNESS: done'
 NEXT_BOOT = 'GKI-HARNESS: next-boot'
@@ -44,7 +60,7 @@ def command(image: Path, initrd: Path, mem_mb: int, cmdline: str,
 	    scratch: Path | None, interactive: bool = False) -> list[str]:
 	cmd = [QEMU, *MACHINE, '-m', str(mem_mb), '-kernel', str(image),
 	       '-initrd', str(initrd), '-append', f'{CMDLINE} {cmdline}'.strip(),
-	       '-no-reboot', '-net', 'none']
+	       '-no-reboot', '-net', 'none', *VIRTUAL_DEVICE]
 	if interactive:
 		cmd += ['-nographic']
 	else:

@@ -79,8 +79,10 @@ def write_cpio(inputs: Inputs, gdir: Path, variant: str, dist: Path,
 		src = (stripped(ko, gdir / 'stripped' / rel, inputs.objcopy) if rel.parts[0] == 'gki'
 		       else ko)
 		spec.append(f'file /modules/{rel} {src} 0644 0 0')
-	for f in sorted((mods / 'gki').glob('modules.*')):
-		spec.append(f'file /modules/gki/{f.name} {f} 0644 0 0')
+	# depmod's files and the load orders: /init loads each vendor folder
+	# that has a modules.load at boot, as a device's init loads vendor_dlkm.
+	for f in sorted(p for p in mods.rglob('modules.*') if p.is_file()):
+		spec.append(f'file /modules/{f.relative_to(mods)} {f} 0644 0 0')
 
 	etc = gdir / 'etc'
 	etc.mkdir(exist_ok=True)

@@ -62,6 +62,32 @@ TEST(variant_matches_config)
 	free(config);
 }
 
+/*
+ * The release is the GKI at real size: a sample of the frameworks vendors'
+ * modules call into is built in, and the GKI modules are modules.  (The
+ * debug variant is the small configuration: BUILD.md, "Variants".)
+ */
+TEST(release_is_the_generic_gki)
+{
+	static const char *const lines[] = {
+		"CONFIG_BPF_EVENTS=y\n", "CONFIG_CGROUP_BPF=y\n", "CONFIG_SECURITY_SELINUX=y\n",
+		"CONFIG_DRM=y\n", "CONFIG_SND_SOC=y\n", "CONFIG_USB_CONFIGFS=y\n",
+		"CONFIG_IIO=y\n", "CONFIG_F2FS_FS=y\n", "CONFIG_CFG80211=m\n",
+		"CONFIG_ZRAM=m\n",
+	};
+	char *variant = gki_read_file("/etc/gki/variant", NULL);
+	unsigned int i;
+
+	ASSERT_NE(NULL, variant);
+	if (strcmp(variant, "release\n")) {
+		free(variant);
+		SKIP(return, "the debug variant is the small configuration");
+	}
+	free(variant);
+	for (i = 0; i < ARRAY_SIZE(lines); i++)
+		assert_config_line(_metadata, lines[i]);
+}
+
 TEST(two_cpus_online)
 {
 	/* Concurrency tests rely on SMP. */

@@ -137,11 +137,11 @@ def excluded() -> dict[str, str]:
 	return out
 
 
-GENERIC = 'gki-generic.config'
+GENERIC = 'gki.config'
 
 
 class ScopeTest(unittest.TestCase):
-	"""gki-generic.config, over alldefconfig, is a GKI at real size."""
+	"""gki.config, over alldefconfig, is a GKI at real size."""
 
 	@classmethod
 	def setUpClass(cls):
@@ -166,7 +166,7 @@ class ScopeTest(unittest.TestCase):
 
 class ExcludedTest(unittest.TestCase):
 	"""gki.config.excluded names only options the tree does not have,
-	each with a reason, and none of them is in gki-generic.config."""
+	each with a reason, and none of them is in gki.config."""
 
 	def test_each_excluded_option_has_a_reason(self):
 		for opt, why in excluded().items():
