@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gkibuild import genksyms_cache
 from gkibuild.layout import TOP
-from gkibuild.util import GkiError, capture
+from gkibuild.util import GkiError, capture, ccache_dir
 
 LLVM_MAJOR = 19
 LLVM_BIN = Path(f'/usr/lib/llvm-{LLVM_MAJOR}/bin')
@@ -32,11 +32,6 @@ BUILD_IDENTITY = {
 # directory itself.
 SRC_MAP = '/gki/src'
 OBJ_MAP = '/gki/obj'
-
-
-def ccache_dir() -> Path:
-	default = Path(os.environ.get('HOME') or '/root') / '.cache' / 'gki-ccache'
-	return Path(os.environ.get('GKI_CCACHE_DIR') or default)
 
 
 def llvm_bin(major: int) -> Path:

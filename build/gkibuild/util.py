@@ -34,6 +34,13 @@ EXIT_BUILD = 3		# a build, the ABI gate or the harness failed
 EXIT_INTERRUPTED = 130	# interrupted (SIGINT), as a shell reports it
 
 
+def ccache_dir() -> Path:
+	"""ccache's folder, shared by every clone on the machine; the build's
+	other caches of derived files sit in it too."""
+	default = Path(os.environ.get('HOME') or '/root') / '.cache' / 'gki-ccache'
+	return Path(os.environ.get('GKI_CCACHE_DIR') or default)
+
+
 def info(msg: str) -> None:
 	print(f'gki: {msg}', flush=True)
 

@@ -33,8 +33,9 @@ from gkibuild.util import GkiError, sha256_file, sha256_text
 ABIDW_FLAGS = ['--no-corpus-path', '--no-comp-dir-path', '--type-id-style', 'hash']
 ABIDIFF_FLAGS = ['--no-default-suppression', '--harmless', '--leaf-changes-only',
 		 '--impacted-interfaces']
-# Dumps kept by dump(cache=...): a build, its revert and a few more.
-DUMP_CACHE_KEEP = 8
+# Dumps kept by dump(cache=...): each variant's build, its revert, the
+# tests' scratch builds and a few more.
+DUMP_CACHE_KEEP = 16
 # abidiff's exit status bits
 ABIDIFF_ERROR, ABIDIFF_USAGE, ABIDIFF_CHANGE, ABIDIFF_INCOMPATIBLE = 1, 2, 4, 8
 # Nothing of the caller's: no HOME (~/.abignore), no LIBABIGAIL_* variables.

@@ -21,7 +21,7 @@ from typing import Mapping
 from gkibuild.abi import abidiff, breaks, kmi, short
 from gkibuild.abi.changes import APPROVAL, Result, changes
 from gkibuild.abi.symvers import Export, read_symvers, write_symvers
-from gkibuild.util import GkiError, info, sha256_text
+from gkibuild.util import GkiError, ccache_dir, info, sha256_text
 
 BASELINE = 'gki.xml'		# abidw of vmlinux, KMI only
 SYMVERS = 'gki.symvers'		# the KMI's lines of Module.symvers
@@ -31,11 +31,17 @@ SHORT = 'report.short'		# one line per change (short.py)
 COMMIT_MSG = 'commit-message.txt'	# written by update for the change that commits abi/
 PROP = 'abi.prop'		# Kleaf's summary of the KMI, in the dist folder
 CONSOLE_LINES = 40		# of report.short printed by a build
-DUMP_CACHE = 'abidw-cache'	# beside vmlinux: its recent dumps (abidiff.dump)
 # The gate's decisions (decide): the KMI is the baseline's; it grew, and
 # only a new baseline may take the additions; it breaks, or the gate
 # cannot tell.
 PASS, NEEDS_UPDATE, BREAKS = 'pass', 'needs update', 'breaks'
+
+
+def dump_cache() -> Path:
+	"""Recent dumps (abidiff.dump), beside ccache's objects and shared by
+	every clone: a dump is a function of vmlinux's bytes, which a clone in
+	another folder builds bit for bit."""
+	return ccache_dir() / 'abidw'
 
 
 def kmi_exports(symvers: Path, symbols: set[str]) -> dict[str, Export]:
@@ -51,7 +57,7 @@ def check(abi_dir: Path, vmlinux: Path, symvers: Path, lists: Mapping[str, set[s
 		raise GkiError(f'no ABI baseline {base}: run ./build/gki abi update and commit abi/')
 	symbols = kmi.union(lists)
 	new = out_dir / BASELINE
-	abidiff.dump(vmlinux, symbols, new, vmlinux.parent / DUMP_CACHE)
+	abidiff.dump(vmlinux, symbols, new, dump_cache())
 	report = out_dir / REPORT
 	rc, text = abidiff.diff(base, new, symbols, report)
 	old_exports = read_symvers(abi_dir / SYMVERS)
@@ -117,7 +123,7 @@ def write_baseline(abi_dir: Path, vmlinux: Path, symvers: Path, symbols: set[str
 	"""The baseline of this build: the dump, the KMI's Module.symvers lines
 	and where it came from."""
 	abi_dir.mkdir(parents=True, exist_ok=True)
-	abidiff.dump(vmlinux, symbols, abi_dir / BASELINE, vmlinux.parent / DUMP_CACHE)
+	abidiff.dump(vmlinux, symbols, abi_dir / BASELINE, dump_cache())
 	write_symvers(abi_dir / SYMVERS, kmi_exports(symvers, symbols))
 	(abi_dir / META).write_text(json.dumps({**meta, 'symbols': len(symbols),
 						 'symbol_list_sha256': list_digest(symbols)},
