@@ -468,27 +468,31 @@ void incfs_flush_worker(struct work_struct *work)
 /*
  * Store checked blocks: append the data and publish each block to its
  * readers at once (they read it through the backing file's page cache);
- * the on-disk entries follow in incfs_flush_blocks().
+ * the on-disk entries follow in incfs_flush_blocks().  Returns how many
+ * of the @n blocks were taken (stored, or present already) before the
+ * first one the backing file refused, whose error goes in @err.
  */
-static int store_blocks(struct incfs_mount *mi, struct new_block *nb, int n)
+static int store_blocks(struct incfs_mount *mi, struct new_block *nb, int n,
+			int *err)
 {
 	struct incfs_blockmap_entry bme;
-	int i, err = 0;
+	int i;
 
+	*err = 0;
 	mutex_lock(&mi->bf_mutex);
-	for (i = 0; i < n && !err; i++) {
+	for (i = 0; i < n; i++) {
 		struct incfs_node *node = nb[i].node;
 
 		if (block_present(&nb[i]) || repeated(nb, i))
 			continue;
 		if (mi->ndirty == INCFS_MAX_DIRTY)
-			err = incfs_flush_blocks(mi);
-		if (!err)
-			err = incfs_ensure_blockmap(node);
-		if (!err)
-			err = incfs_bf_append(mi, nb[i].data, nb[i].size,
-					      &nb[i].off, nb[i].size == PAGE_SIZE);
-		if (err)
+			*err = incfs_flush_blocks(mi);
+		if (!*err)
+			*err = incfs_ensure_blockmap(node);
+		if (!*err)
+			*err = incfs_bf_append(mi, nb[i].data, nb[i].size,
+					       &nb[i].off, nb[i].size == PAGE_SIZE);
+		if (*err)
 			break;
 		incfs_encode_bme(&bme, nb[i].off, nb[i].size, nb[i].flags,
 				 nb[i].crc);
@@ -503,13 +507,14 @@ static int store_blocks(struct incfs_mount *mi, struct new_block *nb, int n)
 		schedule_delayed_work(&mi->flush_work, HZ / 10);
 	mutex_unlock(&mi->bf_mutex);
 	wake_up_all(&mi->block_wq);
-	return err;
+	return i;
 }
 
 /*
  * write() on .cmd: an array of struct incfs_new_data_block.  Stops at the
- * first bad record; returns the bytes of the records stored before it, or
- * the error when the first record is bad.
+ * first bad record, or the first the backing file cannot take; returns
+ * the bytes of the records stored before it, or the error when it is the
+ * first record.
  */
 ssize_t incfs_write_blocks(struct incfs_mount *mi, const char __user *buf,
 			   size_t count)
@@ -548,14 +553,12 @@ ssize_t incfs_write_blocks(struct incfs_mount *mi, const char __user *buf,
 				break;
 		}
 		if (n) {
-			int serr = store_blocks(mi, nb, n);
+			int serr;
 
-			if (serr) {
+			done += store_blocks(mi, nb, n, &serr);
+			if (serr)
 				err = serr;
-				break;
-			}
 		}
-		done += n;
 		if (fatal_signal_pending(current) && !err && done < total)
 			err = -EINTR;
 	}

@@ -2,9 +2,10 @@
 /*
  * incfs: data blocks written through .cmd and read back byte-exact (read,
  * pread, mmap), uncompressed and LZ4; every row of the data-error table in
- * vendor_modules/incfs/README.md; batched writes that stop at a bad record;
- * and the state after a remount.  Each case runs with the backing file on
- * tmpfs and on ext4 (the scratch disk).
+ * vendor_modules/incfs/README.md; batched writes that stop at a bad record
+ * or where the backing filesystem is full; and the state after a remount.
+ * Each case runs with the backing file on tmpfs and on ext4 (the scratch
+ * disk).
  */
 #include <sys/mman.h>
 #include <sys/statfs.h>
@@ -552,6 +553,73 @@ TEST_F(data, batch_stops_at_bad_record)
 	EXPECT_EQ(0, incfs_check_block(fd, &f, 3)) TH_LOG("%s", incfs_err);
 	EXPECT_EQ(0, incfs_check_block(fd, &f, 4)) TH_LOG("%s", incfs_err);
 	EXPECT_EQ(0, incfs_check_absent(fd, &f, 5)) TH_LOG("%s", incfs_err);
+	close(fd);
+	incfs_batch_free(&b);
+}
+
+/* ----- a batch stops where the backing filesystem is full ----- */
+
+/* The backing file on a tmpfs with room for a few blocks. */
+#define FULL_TMPFS_OPTS	"size=32k,mode=0755"
+#define FULL_BLOCKS	64
+
+FIXTURE(full) {
+	char top[64];
+	struct incfs_mnt m;
+};
+
+FIXTURE_SETUP(full)
+{
+	snprintf(self->top, sizeof(self->top), "/tmp/full.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->top)) TH_LOG("mkdtemp: %s", strerror(errno));
+	ASSERT_EQ(0, mount("tmpfs", self->top, "tmpfs", 0, FULL_TMPFS_OPTS))
+		TH_LOG("mount tmpfs %s: %s", FULL_TMPFS_OPTS, strerror(errno));
+	ASSERT_EQ(0, incfs_setup_at(&self->m, self->top, TIMEOUT_MS)) TH_LOG("%s", incfs_err);
+}
+
+FIXTURE_TEARDOWN_PARENT(full)
+{
+	incfs_teardown(&self->m);
+	umount2(self->top, MNT_DETACH);
+	rmdir(self->top);
+}
+
+/*
+ * The backing file fills up in the middle of a write: write() returns the
+ * length of the records stored before that point (each readable), not the
+ * error, and the block it stopped at is still absent.
+ */
+TEST_F(full, batch_cut_short_counts_stored_blocks)
+{
+	__u32 blocks[FULL_BLOCKS];
+	struct incfs_batch b;
+	struct incfs_file f;
+	ssize_t n;
+	__u32 k;
+	int fd;
+
+	for (__u32 i = 0; i < FULL_BLOCKS; i++)
+		blocks[i] = i;
+	ASSERT_EQ(0, incfs_make_file(self->m.cmd, INCFS_ROOT_INODE, "f", &f,
+				     FULL_BLOCKS * INCFS_BS, 47, false)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, incfs_batch_init(&b, &f, blocks, FULL_BLOCKS, INCFS_SEND_NONE));
+	n = write(self->m.cmd, b.rec, FULL_BLOCKS * INCFS_REC);
+	ASSERT_LT(0, n) TH_LOG("write returned %zd (%s): the stored blocks are not counted",
+			       n, strerror(errno));
+	ASSERT_EQ(0, n % INCFS_REC);
+	k = n / INCFS_REC;
+	ASSERT_GT(FULL_BLOCKS, k) TH_LOG("all %u blocks fit in a %s tmpfs", k, FULL_TMPFS_OPTS);
+	fd = open(incfs_path(&self->m, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	for (__u32 i = 0; i < k; i++) {
+		EXPECT_EQ(0, incfs_check_block(fd, &f, i)) TH_LOG("%s", incfs_err);
+	}
+	EXPECT_EQ(0, incfs_check_absent(fd, &f, k)) TH_LOG("%s", incfs_err);
+
+	/* The first record the backing file refuses: its error. */
+	errno = 0;
+	EXPECT_EQ(-1, write(self->m.cmd, &b.rec[k], INCFS_REC));
+	EXPECT_EQ(ENOSPC, errno);
 	close(fd);
 	incfs_batch_free(&b);
 }
