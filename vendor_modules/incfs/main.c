@@ -38,7 +38,14 @@ static int __init incfs_init(void)
 	BUILD_BUG_ON(PAGE_SIZE != INCFS_DATA_FILE_BLOCK_SIZE);
 	incfs_check_layout();
 
-	incfs_read_wq = alloc_workqueue("incfs_read", WQ_UNBOUND, 0);
+	/*
+	 * A direct read's end: its CRCs, on the CPU whose interrupt ended it
+	 * (bound: the pages are in that CPU's cache), before the application
+	 * that waits (high priority), and with a rescuer, since a page fault
+	 * under memory pressure can wait on it (as dm-verity's kverityd).
+	 */
+	incfs_read_wq = alloc_workqueue("incfs_read",
+					WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
 	if (!incfs_read_wq)
 		return -ENOMEM;
 	incfs_kobj = kobject_create_and_add(INCFS_NAME, fs_kobj);

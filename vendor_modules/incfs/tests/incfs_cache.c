@@ -7,7 +7,8 @@
  * seen with mincore() on a mapping of each file; every read is checked
  * byte for byte, and a block changed on the disk fails its CRC.  Blocks
  * read at once after delivery, LZ4 blocks and a file's tail, which take
- * other paths, read right too.
+ * other paths, read right too.  A direct read ends on a per-CPU,
+ * high-priority queue with a rescuer.
  */
 #include <sys/mman.h>
 #include <sys/statfs.h>
@@ -262,6 +263,120 @@ TEST_F(cache, a_block_read_directly_is_checked_against_its_crc)
 		incfs_block_content(&self->f, b, block);
 		EXPECT_EQ(0, memcmp(got, block, INCFS_BS)) TH_LOG("block %u", b);
 	}
+}
+
+/* ----- the queue that ends direct reads ----- */
+
+#define TRACING		"/sys/kernel/tracing"
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -EIO;
+}
+
+/* Trace the queueing of incfs_read's work and the start of every work. */
+static int start_tracing(void)
+{
+	if (access(TRACING "/events", F_OK) &&
+	    mount("tracefs", TRACING, "tracefs", 0, NULL))
+		return -errno;
+	if (write_file(TRACING "/tracing_on", "0") || write_file(TRACING "/trace", "") ||
+	    write_file(TRACING "/events/workqueue/workqueue_queue_work/filter",
+		       "workqueue == \"incfs_read\"") ||
+	    write_file(TRACING "/events/workqueue/workqueue_queue_work/enable", "1") ||
+	    write_file(TRACING "/events/workqueue/workqueue_execute_start/enable", "1"))
+		return -EIO;
+	return write_file(TRACING "/tracing_on", "1");
+}
+
+static void stop_tracing(void)
+{
+	write_file(TRACING "/tracing_on", "0");
+	write_file(TRACING "/events/workqueue/workqueue_queue_work/enable", "0");
+	write_file(TRACING "/events/workqueue/workqueue_execute_start/enable", "0");
+	write_file(TRACING "/events/workqueue/workqueue_queue_work/filter", "0");
+}
+
+/*
+ * Each direct read ends in a work item of incfs's read queue: queued on a
+ * CPU's own pool (cpu=N, not -1 as an unbound queue's), and run by a
+ * high-priority worker (kworker/N:MH).
+ */
+TEST_F(cache, direct_reads_end_on_a_per_cpu_high_priority_queue)
+{
+	int queued = 0, ran = 0, named = 0;
+	char line[512];
+	FILE *trace;
+
+	self->fd = deliver(&self->m, &self->f, BLOCKS * INCFS_BS, false, INCFS_SEND_NONE);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, syncfs(self->m.cmd));
+	ASSERT_EQ(0, forget_cached_pages());
+	ASSERT_EQ(0, start_tracing()) TH_LOG("tracefs at %s: %s", TRACING, strerror(errno));
+	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 1 << 20)) TH_LOG("%s", incfs_err);
+	write_file(TRACING "/tracing_on", "0");
+	trace = fopen(TRACING "/trace", "re");
+	ASSERT_NE(NULL, trace);
+	while (fgets(line, sizeof(line), trace)) {
+		char *at = strstr(line, "workqueue=incfs_read ");
+		char comm[64];
+		int cpu, got;
+
+		if (at) {
+			queued++;
+			got = sscanf(strstr(at, " cpu=") ?: "", " cpu=%d", &cpu);
+			ASSERT_EQ(1, got) TH_LOG("%s", line);
+			EXPECT_LE(0, cpu) TH_LOG("queued on no CPU's pool (unbound): %s", line);
+		}
+		if (!strstr(line, "function run_work"))
+			continue;
+		ran++;
+		/* "  kworker/1:2H-45  [001] ...": the task before its pid. */
+		if (sscanf(line, " %63s", comm) != 1 || !strncmp(comm, "<...>", 5))
+			continue;
+		named++;
+		*(strrchr(comm, '-') ?: comm) = '\0';
+		EXPECT_EQ('H', comm[strlen(comm) - 1]) TH_LOG("ran by %s, not high priority", comm);
+	}
+	fclose(trace);
+	stop_tracing();
+	EXPECT_LT(0, queued) TH_LOG("no direct read was queued on incfs_read");
+	EXPECT_LT(0, ran);
+	EXPECT_LT(0, named) TH_LOG("no worker of run_work was named in the trace");
+}
+
+/* A page fault under memory pressure may wait on the queue: it has a rescuer. */
+TEST_F(cache, the_read_queue_has_a_rescuer)
+{
+	struct dirent *d;
+	bool found = false;
+	DIR *proc = opendir("/proc");
+
+	ASSERT_NE(NULL, proc);
+	while (!found && (d = readdir(proc))) {
+		char path[64], comm[32] = "";
+		FILE *f;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		/* "kworker/R-incfs_read", cut to 15 characters or not. */
+		if (fgets(comm, sizeof(comm), f))
+			found = !strncmp(comm, "kworker/R-incfs", 15);
+		fclose(f);
+	}
+	closedir(proc);
+	EXPECT_TRUE(found) TH_LOG("no rescuer kworker/R-incfs_read (WQ_MEM_RECLAIM)");
 }
 
 TEST_HARNESS_MAIN
