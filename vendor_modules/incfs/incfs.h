@@ -153,6 +153,8 @@ struct incfs_mount {
 	 */
 	struct hlist_head *name_hash;
 	unsigned int name_bits;
+	/* Random, set at mount: names cannot be crafted to share a bucket. */
+	u32 name_seed;
 	struct incfs_node *root;
 	unsigned int node_count;	/* with the root */
 	unsigned int name_count;	/* at most INCFS_MAX_NAMES */

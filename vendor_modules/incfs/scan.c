@@ -9,6 +9,7 @@
  * Anything else wrong fails the mount with one log line naming the offset.
  */
 #include <linux/fs.h>
+#include <linux/sched/signal.h>
 
 #include "incfs.h"
 
@@ -183,8 +184,13 @@ int incfs_scan(struct incfs_mount *mi)
 		err = incfs_bf_init(mi);
 		goto out;
 	}
-	while (!err && (err = incfs_walk_next(&w)) > 0)
+	while (!err && (err = incfs_walk_next(&w)) > 0) {
 		err = apply_record(mi, &w, &torn);
+		/* A long replay can be killed, as a long read can. */
+		if (!err && fatal_signal_pending(current))
+			err = -EINTR;
+		cond_resched();
+	}
 	if (!err && w.torn)
 		err = cut_torn_tail(mi, &w);
 	if (torn.count)

@@ -7,6 +7,7 @@
  */
 #include <linux/jhash.h>
 #include <linux/mm.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "incfs.h"
@@ -95,13 +96,16 @@ int incfs_tree_init(struct incfs_mount *mi)
 	if (!mi->name_hash)
 		return -ENOMEM;
 	mi->name_bits = NAME_BITS_MIN;
+	mi->name_seed = get_random_u32();
 	return 0;
 }
 
 static u32 name_hash(const struct incfs_node *dir, const char *name,
 		     size_t len)
 {
-	return jhash(name, len, (u32)dir->ino ^ (u32)(dir->ino >> 32));
+	return jhash(name, len, jhash_2words((u32)dir->ino,
+					     (u32)(dir->ino >> 32),
+					     dir->mi->name_seed));
 }
 
 static struct hlist_head *name_bucket(struct incfs_mount *mi, u32 hash)
