@@ -128,7 +128,7 @@ static int bad_block(struct inode *inode, u32 index, loff_t off,
 
 /*
  * A stored block whose data fails its CRC where its blockmap entry may be
- * a write torn by a crash (incfs_maybe_torn()): the block was never whole
+ * a write torn by a crash (incfs_bme_maybe_torn()): the block was never whole
  * on disk.  It is absent again, so that a reader waits for it and the
  * loader can deliver it again; the torn entry is rewritten then.
  */
@@ -141,8 +141,8 @@ static bool forget_torn(struct inode *inode, u32 index,
 	loff_t base = READ_ONCE(node->bm_off);
 	struct dentry *alias;
 
-	if (!base || !incfs_maybe_torn(bme, sizeof(*bme),
-				       base + (loff_t)index * sizeof(*bme)))
+	if (!base || !incfs_bme_maybe_torn(bme, base + (loff_t)index * sizeof(*bme),
+					   incfs_block_len(node->size, index)))
 		return false;
 	spin_lock(&mi->pending_lock);
 	if (!memcmp(&node->blocks[index], bme, sizeof(*bme)))

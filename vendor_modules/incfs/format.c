@@ -146,6 +146,85 @@ bool incfs_maybe_torn(const void *p, size_t len, loff_t pos)
 }
 
 /*
+ * Which bits of a little-endian field at byte @at (@n bytes) of an entry
+ * lie in its bytes [@from, @to).
+ */
+static u64 field_bits(unsigned int at, unsigned int n, unsigned int from,
+		      unsigned int to)
+{
+	u64 mask = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (at + i >= from && at + i < to)
+			mask |= 0xffULL << (8 * i);
+	return mask;
+}
+
+/*
+ * Could a whole entry for a block of @block_len, written over zeros, have
+ * lost its bytes [@from, @to) and left @e?  Only if a valid entry agrees
+ * with @e outside them and has a byte that is not zero inside: otherwise
+ * losing them changed nothing, and what is wrong with @e is not the
+ * tear's doing.  Full blocks are stored at 4096-aligned offsets (data.c,
+ * incfs-image), so an offset's low 12 bits are zero in every whole entry
+ * of one.
+ */
+static bool bme_lost(const struct incfs_blockmap_entry *e, unsigned int from,
+		     unsigned int to, u32 block_len)
+{
+	const u64 off_free = field_bits(0, 6, from, to);
+	const u16 size_free = field_bits(6, 2, from, to);
+	const u16 flags_free = field_bits(8, 2, from, to);
+	const bool crc_lost = field_bits(10, 4, from, to);
+	const u64 off = incfs_bme_offset(e);
+	const u16 size = le16_to_cpu(e->me_data_size);
+	const u16 flags = le16_to_cpu(e->me_flags);
+	u16 f, s;
+
+	for (f = 0; f <= INCFS_BLOCK_COMPRESSED_LZ4; f += INCFS_BLOCK_COMPRESSED_LZ4) {
+		if ((f & ~flags_free) != flags)
+			continue;
+		for (s = 1; s <= INCFS_DATA_FILE_BLOCK_SIZE; s++) {
+			u64 settable = off_free;
+
+			if ((!f && s != block_len) || (s & ~size_free) != size)
+				continue;
+			if (s == INCFS_DATA_FILE_BLOCK_SIZE) {
+				if (off & (INCFS_DATA_FILE_BLOCK_SIZE - 1))
+					continue;
+				settable &= ~(u64)(INCFS_DATA_FILE_BLOCK_SIZE - 1);
+			}
+			if ((off | settable) < sizeof(struct incfs_super_block))
+				continue;
+			if (crc_lost || settable || (f & flags_free) ||
+			    (s & size_free))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Could blockmap entry @e at @pos, for a block of @block_len, be a write
+ * torn by a crash: one side of a sector boundary lost, in a way that
+ * explains why @e is wrong (bme_lost())?  Ask only of an entry found
+ * wrong: malformed, or with data that fails its CRC.
+ */
+bool incfs_bme_maybe_torn(const struct incfs_blockmap_entry *e, loff_t pos,
+			  u32 block_len)
+{
+	const unsigned int len = sizeof(*e);
+	unsigned int k = INCFS_SECTOR_SIZE - (pos & (INCFS_SECTOR_SIZE - 1));
+
+	if (k >= len)
+		return false;
+	return (incfs_all_zero(e, k) && bme_lost(e, 0, k, block_len)) ||
+	       (incfs_all_zero((const u8 *)e + k, len - k) &&
+		bme_lost(e, k, len, block_len));
+}
+
+/*
  * Where a record appended at @end goes: there, unless its next link (the
  * one field of a record rewritten in place) would cross a sector
  * boundary, where a crash could tear it; then up to 7 bytes later.  The
@@ -381,7 +460,7 @@ int incfs_check_bme(const struct incfs_blockmap_entry *e, loff_t pos,
 	    size > INCFS_DATA_FILE_BLOCK_SIZE ||
 	    (flags & ~INCFS_BLOCK_COMPRESSED_LZ4) ||
 	    (!(flags & INCFS_BLOCK_COMPRESSED_LZ4) && size != block_len)) {
-		if (incfs_maybe_torn(e, sizeof(*e), pos)) {
+		if (incfs_bme_maybe_torn(e, pos, block_len)) {
 			*why = "entry torn by a crash";
 			return INCFS_BME_TORN;
 		}

@@ -282,6 +282,8 @@ bool incfs_name_valid(const char *name, size_t len);
 loff_t incfs_md_pos(loff_t end);
 bool incfs_all_zero(const void *p, size_t len);
 bool incfs_maybe_torn(const void *p, size_t len, loff_t pos);
+bool incfs_bme_maybe_torn(const struct incfs_blockmap_entry *e, loff_t pos,
+			  u32 block_len);
 
 int incfs_walk_start(struct incfs_walk *w, incfs_read_fn read, void *ctx,
 		     loff_t size);

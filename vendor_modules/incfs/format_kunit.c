@@ -1073,31 +1073,76 @@ static void test_md_pos(struct kunit *test)
  */
 static void test_bme_torn_entry(struct kunit *test)
 {
-	struct incfs_blockmap_entry whole, e;
+	struct incfs_blockmap_entry wholes[2], e;
 	const char *why;
-	int k, side, r, flat;
+	int i, k, side, r, flat;
 
-	incfs_encode_bme(&whole, 0x12345, 4096, 0, 0xdeadbeef);
-	for (k = 1; k < (int)sizeof(whole); k++) {
-		for (side = 0; side < 2; side++) {
-			e = whole;
-			if (side)
-				memset(&e, 0, k);
-			else
-				memset((u8 *)&e + k, 0, sizeof(e) - k);
-			flat = incfs_check_bme(&e, 0, 1 << 20, 4096, &why);
-			why = NULL;
-			r = incfs_check_bme(&e, 512 - k, 1 << 20, 4096, &why);
-			/* Fields still valid: the read's CRC check finds it. */
-			if (flat == INCFS_BME_PRESENT) {
-				KUNIT_EXPECT_EQ(test, r, INCFS_BME_PRESENT);
-				continue;
+	/* A full block (aligned, as stored) and an LZ4 block anywhere. */
+	incfs_encode_bme(&wholes[0], 0x12345000, 4096, 0, 0xdeadbeef);
+	incfs_encode_bme(&wholes[1], 0x12345, 801, INCFS_BLOCK_COMPRESSED_LZ4,
+			 0xdeadbeef);
+	for (i = 0; i < 2; i++) {
+		for (k = 1; k < (int)sizeof(e); k++) {
+			for (side = 0; side < 2; side++) {
+				e = wholes[i];
+				if (side)
+					memset(&e, 0, k);
+				else
+					memset((u8 *)&e + k, 0, sizeof(e) - k);
+				flat = incfs_check_bme(&e, 0, 1LL << 40, 4096, &why);
+				why = NULL;
+				r = incfs_check_bme(&e, 512 - k, 1LL << 40, 4096, &why);
+				/*
+				 * Fields still valid: the read's CRC check
+				 * finds it; nothing left: absent.
+				 */
+				if (flat == INCFS_BME_PRESENT || flat == INCFS_BME_ABSENT) {
+					KUNIT_EXPECT_EQ(test, r, flat);
+					continue;
+				}
+				KUNIT_EXPECT_EQ_MSG(test, flat, -EINVAL, "%d k %d side %d",
+						    i, k, side);
+				KUNIT_EXPECT_EQ_MSG(test, r, INCFS_BME_TORN, "%d k %d side %d",
+						    i, k, side);
+				KUNIT_EXPECT_EQ(test, strcmp(why, "entry torn by a crash"), 0);
+				/* And on the read's path. */
+				KUNIT_EXPECT_TRUE_MSG(test, incfs_bme_maybe_torn(&e, 512 - k, 4096),
+						      "%d k %d side %d", i, k, side);
 			}
-			KUNIT_EXPECT_EQ_MSG(test, flat, -EINVAL, "k %d side %d", k, side);
-			KUNIT_EXPECT_EQ_MSG(test, r, INCFS_BME_TORN, "k %d side %d", k, side);
-			KUNIT_EXPECT_EQ(test, strcmp(why, "entry torn by a crash"), 0);
 		}
 	}
+}
+
+/*
+ * An entry that starts at the last byte of a sector has one byte before
+ * the boundary: the low byte of its data offset, zero in every entry of a
+ * full block (stored aligned).  Losing it changes nothing, so a malformed
+ * entry there is refused and a CRC mismatch is an error, as anywhere
+ * else; where that byte is part of an LZ4 block's offset, a tear is still
+ * what it may be.
+ */
+static void test_bme_at_the_last_byte_of_a_sector(struct kunit *test)
+{
+	struct incfs_blockmap_entry e;
+	const char *why = NULL;
+
+	incfs_encode_bme(&e, 0x12345000, 4096, 0, 0xdeadbeef);
+	KUNIT_EXPECT_FALSE(test, incfs_bme_maybe_torn(&e, 511, 4096));
+	e.me_flags = cpu_to_le16(0x8000);
+	KUNIT_EXPECT_EQ(test, incfs_check_bme(&e, 511, 1 << 20, 4096, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, strcmp(why, "bad blockmap entry"), 0);
+
+	/* The tail of a 100-byte file: 100 bytes stored, anywhere. */
+	incfs_encode_bme(&e, 0x12300, 100, 0, 0xdeadbeef);
+	KUNIT_EXPECT_TRUE(test, incfs_bme_maybe_torn(&e, 511, 100));
+	incfs_encode_bme(&e, 0x12300, 801, INCFS_BLOCK_COMPRESSED_LZ4, 0xdeadbeef);
+	KUNIT_EXPECT_TRUE(test, incfs_bme_maybe_torn(&e, 511, 4096));
+	/* A full block whose offset is not aligned is not whole. */
+	incfs_encode_bme(&e, 0x12345100, 4096, 0, 0xdeadbeef);
+	KUNIT_EXPECT_FALSE(test, incfs_bme_maybe_torn(&e, 511, 4096));
+	/* No boundary inside: never torn. */
+	incfs_encode_bme(&e, 0, 0, 0, 0);
+	KUNIT_EXPECT_FALSE(test, incfs_bme_maybe_torn(&e, 0, 4096));
 }
 
 /*
@@ -1542,6 +1587,7 @@ static struct kunit_case incfs_format_cases[] = {
 	KUNIT_CASE(test_bme_present),
 	KUNIT_CASE(test_bme_torn),
 	KUNIT_CASE(test_bme_torn_entry),
+	KUNIT_CASE(test_bme_at_the_last_byte_of_a_sector),
 	KUNIT_CASE(test_bme_bad_size),
 	KUNIT_CASE(test_bme_bad_flags),
 	KUNIT_CASE(test_bme_offset_in_superblock),

@@ -794,7 +794,7 @@ static bool torn_entry(struct incfs_img *img, const struct incfs_img_file *f,
 	if (strcmp(why, "data CRC mismatch"))
 		return false;
 	incfs_encode_bme(&bme, e->data_offset, e->stored_size, e->flags, e->crc);
-	if (!incfs_maybe_torn(&bme, sizeof(bme), pos))
+	if (!incfs_bme_maybe_torn(&bme, pos, incfs_block_len(f->size, b)))
 		return false;
 	problem(img, pos, true, "ino %llu block %u: entry torn by a crash (%s)",
 		(unsigned long long)f->ino, b, why);
