@@ -126,11 +126,25 @@ static int bad_block(struct inode *inode, u32 index, loff_t off,
 	return -EIO;
 }
 
+/* Zero a blockmap entry on disk, durably; bf_mutex held. */
+static int zero_entry(struct incfs_mount *mi, loff_t pos)
+{
+	static const u8 zeros[sizeof(struct incfs_blockmap_entry)];
+	int err;
+
+	lockdep_assert_held(&mi->bf_mutex);
+	err = incfs_bf_write(mi, zeros, sizeof(zeros), pos);
+	return err ? err : incfs_bf_sync(mi, pos, pos + sizeof(zeros));
+}
+
 /*
  * A stored block whose data fails its CRC where its blockmap entry may be
- * a write torn by a crash (incfs_bme_maybe_torn()): the block was never whole
- * on disk.  It is absent again, so that a reader waits for it and the
- * loader can deliver it again; the torn entry is rewritten then.
+ * a write torn by a crash (incfs_bme_maybe_torn()): the block was never
+ * whole on disk.  The entry is zeroed on disk, durably, and then in
+ * memory: the block is absent again, a reader waits for it, and the
+ * delivery that follows writes the entry from zeros as every entry is
+ * written, so a crash during it can tear it no worse than the first time.
+ * False when the entry is not torn, or cannot be zeroed (the read fails).
  */
 static bool forget_torn(struct inode *inode, u32 index,
 			const struct incfs_blockmap_entry *bme)
@@ -139,15 +153,28 @@ static bool forget_torn(struct inode *inode, u32 index,
 	struct incfs_mount *mi = node->mi;
 	/* Set before the first block of the file was present; never changed. */
 	loff_t base = READ_ONCE(node->bm_off);
+	loff_t pos = base + (loff_t)index * sizeof(*bme);
 	struct dentry *alias;
+	bool same;
+	int err;
 
-	if (!base || !incfs_bme_maybe_torn(bme, base + (loff_t)index * sizeof(*bme),
+	if (!base || !incfs_bme_maybe_torn(bme, pos,
 					   incfs_block_len(node->size, index)))
 		return false;
+	/* Entries change under bf_mutex: the comparison holds until the end. */
+	mutex_lock(&mi->bf_mutex);
 	spin_lock(&mi->pending_lock);
-	if (!memcmp(&node->blocks[index], bme, sizeof(*bme)))
-		memset(&node->blocks[index], 0, sizeof(*bme));
+	same = !memcmp(&node->blocks[index], bme, sizeof(*bme));
 	spin_unlock(&mi->pending_lock);
+	err = same ? zero_entry(mi, pos) : 0;
+	if (same && !err) {
+		spin_lock(&mi->pending_lock);
+		memset(&node->blocks[index], 0, sizeof(*bme));
+		spin_unlock(&mi->pending_lock);
+	}
+	mutex_unlock(&mi->bf_mutex);
+	if (err || !same)
+		return !err;	/* !same: another reader forgot it first */
 	/* Logged even by readahead: the block is forgotten only once. */
 	alias = d_find_any_alias(inode);
 	pr_warn_ratelimited("incfs: %pd (ino %lu) block %u: blockmap entry torn by a crash; the block is absent until delivered again\n",

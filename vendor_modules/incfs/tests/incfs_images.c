@@ -1840,10 +1840,28 @@ static void expect_big_block(struct __test_metadata *_metadata,
 	close(fd);
 }
 
-/* Mount an image whose entry of block @b is torn; see the section's top. */
+/* The entry at @pos of the image at @path is all zero. */
+static bool entry_zero(const char *path, long long pos)
+{
+	unsigned char e[ESIZE], zero[ESIZE] = { 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = pread(fd, e, ESIZE, pos) == ESIZE && !memcmp(e, zero, ESIZE);
+	close(fd);
+	return ok;
+}
+
+/*
+ * Mount an image whose entry of block @b, at @pos, is torn; see the
+ * section's top.  Once the block reads as absent, its entry on disk is
+ * zero: the delivery that follows writes it from zeros.
+ */
 static void check_torn_entry(struct __test_metadata *_metadata,
 			     FIXTURE_DATA(images) *self, uint64_t ino,
-			     uint32_t b, bool *logged_read)
+			     uint32_t b, long long pos, bool *logged_read)
 {
 	struct wblk w = { ino, b, BS, false };
 	char path[PATH_MAX], line[512] = "";
@@ -1861,6 +1879,8 @@ static void check_torn_entry(struct __test_metadata *_metadata,
 	EXPECT_EQ(-1, pread(fd, buf, BS, (off_t)b * BS)) TH_LOG("block %u", b);
 	EXPECT_EQ(ETIME, errno) TH_LOG("block %u: %s", b, strerror(errno));
 	close(fd);
+	EXPECT_TRUE(entry_zero(self->path, pos))
+		TH_LOG("block %u: absent, but its torn entry at %lld is still on disk", b, pos);
 	if (at_mount) {
 		EXPECT_NE(NULL, strstr(line, "entry torn by a crash")) TH_LOG("%s", line);
 	} else if (klog_new_lines(klog, "torn by a crash", line, sizeof(line))) {
@@ -1911,7 +1931,7 @@ TEST_F_TIMEOUT(images, torn_blockmap_entries, 300)
 			}
 			ASSERT_EQ(0, image_write(self->path, im->buf, im->len));
 			image_free(im);
-			check_torn_entry(_metadata, self, ino, b->index, &logged_read);
+			check_torn_entry(_metadata, self, ino, b->index, b->pos, &logged_read);
 			tested++;
 		}
 	}
