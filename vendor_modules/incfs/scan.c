@@ -193,6 +193,13 @@ int incfs_scan(struct incfs_mount *mi)
 	}
 	if (!err && w.torn)
 		err = cut_torn_tail(mi, &w);
+	/*
+	 * Cleared entries are durable before anything is appended: else a
+	 * crash after an append could bring back an entry whose data was cut
+	 * off, now pointing inside the grown file.
+	 */
+	else if (!err && torn.count)
+		err = incfs_bf_sync(mi, 0, incfs_bf_end(mi));
 	if (torn.count)
 		pr_info("incfs: %pD: %u blockmap entries lost in a crash cleared, the first ino %llu block %u: %s\n",
 			mi->bf, torn.count, torn.ino, torn.index, torn.why);
