@@ -3208,6 +3208,36 @@ static struct placed place(struct ops *o, enum where w, const void *obj, size_t 
 	return p;
 }
 
+/*
+ * Does [p, p + count) pass the VFS's access_ok()?  vfs_write() checks the
+ * whole count before it cuts it to MAX_RW_COUNT, against the end of the
+ * user address space (1 << VA_BITS: 2^48 or 2^52), so a huge count from a
+ * high mapping fails with EFAULT where a low one gets EINVAL.  read() of
+ * /dev/null makes the same check and touches nothing, so it tells which;
+ * its verdict must still agree with one of the two possible ends.
+ */
+static bool vfs_range_ok(struct fz *z, const void *p, size_t count)
+{
+	uintptr_t end = (uintptr_t)p + count;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0) {
+		fz_fail(z, "open /dev/null: %s", strerror(errno));
+		return true;
+	}
+	ok = read(fd, (void *)p, count) == 0;
+	if (!ok && errno != EFAULT)
+		fz_fail(z, "read of /dev/null: %s", strerror(errno));
+	close(fd);
+	if (end < (uintptr_t)p)
+		end = UINTPTR_MAX;
+	if ((ok && end > 1ULL << 52) || (!ok && end <= 1ULL << 48))
+		fz_fail(z, "access_ok(%p, %zu) is %d: the range ends at neither 2^48 nor 2^52",
+			p, count, ok);
+	return ok;
+}
+
 static enum where pick_where(struct ops *o)
 {
 	if (!chance(&o->r, o->bad_ptr_pct))
@@ -3821,7 +3851,7 @@ static void op_write(struct ops *o)
 
 	/* The prediction: the VFS's checks, then incfs's, record by record. */
 	c = count > MAX_RW ? MAX_RW : count;
-	if ((uintptr_t)arr >= 0xffff000000000000ULL) {
+	if ((uintptr_t)arr >= 0xffff000000000000ULL || !vfs_range_ok(o->z, arr, count)) {
 		exp = -EFAULT;
 	} else if (!c || c % sizeof(rec[0])) {
 		exp = -EINVAL;
