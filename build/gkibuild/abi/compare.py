@@ -28,8 +28,9 @@ from typing import Callable
 from gkibuild import archive, source, toolchain, treesync
 from gkibuild.abi import gate, kmi
 from gkibuild.abi.changes import Result
+from gkibuild.abi.symvers import write_symvers
 from gkibuild.kernel import Kernel
-from gkibuild.layout import VARIANTS, Layout
+from gkibuild.layout import VARIANTS, Layout, Variant
 from gkibuild.scratch import Scratch
 from gkibuild.util import GkiError, info
 
@@ -47,6 +48,21 @@ class Candidate:
 
 	def root(self, layout: Layout) -> Path:
 		return layout.out / 'compare' / self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class Against:
+	"""The built tree a candidate is copied from and the baseline it is
+	checked against: the release and abi/ (None), as the command does;
+	tests take the small tree and a baseline dumped from it."""
+	variant: Variant = VARIANTS['release']
+	abi_dir: Path | None = None
+
+	def baseline(self, layout: Layout) -> Path:
+		return self.abi_dir or layout.abi
+
+	def __str__(self) -> str:
+		return 'abi/' if self.abi_dir is None else str(self.abi_dir)
 
 
 def fetch_source(layout: Layout, pin: source.Pin, version: str) -> Path:
@@ -78,8 +94,9 @@ def parse_toolchain(arg: str) -> int:
 
 
 def build(layout: Layout, cand: Candidate, jobs: int,
-	  edit: Callable[[Path], None] | None = None) -> Scratch:
-	"""The candidate's release kernel in a scratch copy of the real one.
+	  edit: Callable[[Path], None] | None = None, against: Against = Against()) -> Scratch:
+	"""The candidate's kernel in a scratch copy of the built one (the
+	release's, unless against says otherwise).
 	edit, for tests, changes the candidate's tree before it is built; it
 	must replace files, not write through them (the copy's sources are
 	hard links to the real tree).  The series is applied before anything is copied: a patch that does not
@@ -92,7 +109,7 @@ def build(layout: Layout, cand: Candidate, jobs: int,
 	if cand.tarball is not None:
 		info(f'compare: extracting {cand.tarball.name} and applying the series')
 		tree = source.extract_patched(layout, cand.tarball, root / 'extract', log)
-	s = Scratch(Kernel(layout, VARIANTS['release'], env, jobs), root / 'tree').create()
+	s = Scratch(Kernel(layout, against.variant, env, jobs), root / 'tree').create()
 	if edit:
 		edit(tree or s.src)
 	if tree is not None:
@@ -104,11 +121,21 @@ def build(layout: Layout, cand: Candidate, jobs: int,
 	return s
 
 
-def check(layout: Layout, cand: Candidate, s: Scratch) -> Result:
+def check(layout: Layout, cand: Candidate, s: Scratch, against: Against = Against()) -> Result:
+	"""The gate's check of the candidate's build.  A tree that does not
+	trim its exports (the small one) is checked on the lines of its KMI in
+	Module.symvers, which is what a release's holds."""
 	lists = kmi.load_all(layout.symbol_lists)
 	release = (s.obj / 'include' / 'config' / 'kernel.release').read_text().strip()
-	return gate.check(layout.abi, s.obj / 'vmlinux', s.obj / 'Module.symvers', lists,
-			  cand.root(layout) / 'abi', f'abi compare {cand.name} ({release})')
+	out = cand.root(layout) / 'abi'
+	out.mkdir(parents=True, exist_ok=True)
+	symvers = s.obj / 'Module.symvers'
+	if not s.kernel.trims_exports():
+		kmi_lines = out / 'Module.symvers.kmi'
+		write_symvers(kmi_lines, gate.kmi_exports(symvers, kmi.union(lists)))
+		symvers = kmi_lines
+	return gate.check(against.baseline(layout), s.obj / 'vmlinux', symvers, lists, out,
+			  f'abi compare {cand.name} ({release})')
 
 
 def verdict(res: Result) -> int:
@@ -118,15 +145,15 @@ def verdict(res: Result) -> int:
 
 
 def run(layout: Layout, cand: Candidate, jobs: int,
-	edit: Callable[[Path], None] | None = None) -> int:
+	edit: Callable[[Path], None] | None = None, against: Against = Against()) -> int:
 	"""Build, check, print the short report; the exit status."""
 	try:
-		s = build(layout, cand, jobs, edit)
+		s = build(layout, cand, jobs, edit, against)
 	except GkiError as e:
 		print(f'gki: abi compare {cand.name}: could not build: {e}', flush=True)
 		return NO_BUILD
 	try:
-		res = check(layout, cand, s)
+		res = check(layout, cand, s, against)
 	except GkiError as e:
 		print(f'gki: abi compare {cand.name}: could not check the build: {e}', flush=True)
 		return NO_BUILD
@@ -135,6 +162,6 @@ def run(layout: Layout, cand: Candidate, jobs: int,
 	print(gate.summary(res), flush=True)
 	status = verdict(res)
 	word = 'compatible with' if status == COMPATIBLE else 'BREAKS'
-	info(f'abi compare {cand.name}: {word} the KMI in abi/ '
+	info(f'abi compare {cand.name}: {word} the KMI in {against} '
 	     f'({len(res.crc_changed)} CRC change(s); reports in {cand.root(layout) / "abi"})')
 	return status
