@@ -28,6 +28,9 @@ from gkibuild.tests import prereq, probe
 from gkibuild.util import GkiError
 
 LAYOUT = Layout.default()
+# The small tree (layout.SCRATCH) is built beside the host tests by `gki
+# test`: this module runs after that build (testrun.host_run_split).
+NEEDS_EVERY_VARIANT = True
 LZ4_H = 'include/linux/lz4.h'
 LZ4_C = 'lib/lz4/lz4_decompress.c'
 INCFS = '/modules/vendor/incfs/incrementalfs.ko'

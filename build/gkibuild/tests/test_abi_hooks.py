@@ -32,6 +32,9 @@ from gkibuild.tests import prereq
 from gkibuild.tests.test_abi_gate import trimmed
 
 LAYOUT = Layout.default()
+# The small tree (layout.SCRATCH) is built beside the host tests by `gki
+# test`: this module runs after that build (testrun.host_run_split).
+NEEDS_EVERY_VARIANT = True
 MM_H = 'include/trace/hooks/mm.h'
 MEMINFO_C = 'fs/proc/meminfo.c'
 HOOKS_C = 'drivers/android/vendor_hooks.c'

@@ -29,6 +29,9 @@ from gkibuild.tests import prereq
 from gkibuild.util import GkiError
 
 LAYOUT = Layout.default()
+# The small tree (layout.SCRATCH) is built beside the host tests by `gki
+# test`: this module runs after that build (testrun.host_run_split).
+NEEDS_EVERY_VARIANT = True
 # A kernel slice: three folders, a few dozen objects.  fs/jbd2's
 # transaction.c has multi-line macro arguments, whose lines only a compile
 # of the source (not of the preprocessed unit) would record.

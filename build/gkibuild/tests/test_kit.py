@@ -28,6 +28,9 @@ from gkibuild.tests import prereq, probe
 from gkibuild.tests.test_abi_gate import LZ4_C, LZ4_C_OLD, LZ4_H, LZ4_H_OLD, int_to_long
 
 LAYOUT = Layout.default()
+# The small tree (layout.SCRATCH) is built beside the host tests by `gki
+# test`: this module runs after that build (testrun.host_run_split).
+NEEDS_EVERY_VARIANT = True
 RELEASE = VARIANTS['release']
 KO = 'incrementalfs.ko'
 # Load the kit's modules (refused or not, each says), then use the one
