@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "incfs_layout.h"
 #include "incfs_test.h"
 #include "kselftest_harness.h"
 
@@ -202,22 +203,7 @@ static long long now_us(void)
 	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
-/* ===== bytes, CRC32 ===== */
-
-static uint64_t get_le(const unsigned char *p, int n)
-{
-	uint64_t v = 0;
-
-	while (n--)
-		v = v << 8 | p[n];
-	return v;
-}
-
-static void put_le(unsigned char *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = v >> (8 * i);
-}
+/* ===== bytes ===== */
 
 static bool all_zero(const unsigned char *p, size_t n)
 {
@@ -227,141 +213,6 @@ static bool all_zero(const unsigned char *p, size_t n)
 	return true;
 }
 
-/* crc32_le() as the kernel has it; table-driven (gki_crc32_le() checks it). */
-static uint32_t crc_table[256];
-
-static uint32_t crc32le(uint32_t crc, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-
-	if (!crc_table[1])
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-
-			for (int k = 0; k < 8; k++)
-				c = c & 1 ? 0xedb88320 ^ (c >> 1) : c >> 1;
-			crc_table[i] = c;
-		}
-	while (len--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return crc;
-}
-
-/* ===== the on-disk format (format.h), this file's own copy ===== */
-
-#ifndef __packed
-#define __packed	__attribute__((packed))
-#endif
-
-struct d_super {
-	uint64_t magic;
-	uint64_t version;
-	uint16_t sb_size;
-	uint32_t flags;
-	uint64_t first_md;
-	uint16_t block_size;
-} __packed;
-
-struct d_hdr {
-	uint8_t type;
-	uint16_t size;
-	uint32_t crc;
-	uint64_t next;
-	uint64_t prev;
-} __packed;
-
-struct d_inode {
-	struct d_hdr h;
-	uint64_t ino;
-	uint64_t size;
-	uint16_t mode;
-	uint32_t flags;
-} __packed;
-
-struct d_blockmap {
-	struct d_hdr h;
-	uint64_t ino;
-	uint64_t base;
-	uint32_t count;
-} __packed;
-
-struct d_dir_action {
-	struct d_hdr h;
-	uint64_t dir;
-	uint64_t child;
-	uint8_t type;
-	uint8_t name_len;
-	char name[255];
-} __packed;
-
-struct d_bme {
-	uint32_t off_lo;
-	uint16_t off_hi;
-	uint16_t size;
-	uint16_t flags;
-	uint32_t crc;
-} __packed;
-
-_Static_assert(sizeof(struct d_super) == 32, "superblock");
-_Static_assert(sizeof(struct d_hdr) == 23, "record header");
-_Static_assert(sizeof(struct d_inode) == 45, "inode record");
-_Static_assert(sizeof(struct d_blockmap) == 43, "blockmap record");
-_Static_assert(sizeof(struct d_dir_action) == 296, "dir action record");
-_Static_assert(sizeof(struct d_bme) == 14, "blockmap entry");
-
-enum { MD_INODE = 1, MD_BLOCKMAP = 2, MD_DIR_ACTION = 3 };
-enum { DA_ADD = 1, DA_REMOVE = 2 };
-#define BME_LZ4		1
-#define SB_SIZE		sizeof(struct d_super)
-#define HDR		sizeof(struct d_hdr)
-#define BME		sizeof(struct d_bme)
-#define OFF_SIZE	offsetof(struct d_hdr, size)
-#define OFF_CRC		offsetof(struct d_hdr, crc)
-#define OFF_NEXT	offsetof(struct d_hdr, next)
-#define OFF_PREV	offsetof(struct d_hdr, prev)
-#define OFF_FIRST	offsetof(struct d_super, first_md)
-#define OFF_I_NO	offsetof(struct d_inode, ino)
-#define OFF_I_SIZE	offsetof(struct d_inode, size)
-#define OFF_I_MODE	offsetof(struct d_inode, mode)
-#define OFF_I_FLAGS	offsetof(struct d_inode, flags)
-#define OFF_M_INO	offsetof(struct d_blockmap, ino)
-#define OFF_M_BASE	offsetof(struct d_blockmap, base)
-#define OFF_M_COUNT	offsetof(struct d_blockmap, count)
-#define OFF_DA_DIR	offsetof(struct d_dir_action, dir)
-#define OFF_DA_CHILD	offsetof(struct d_dir_action, child)
-#define OFF_DA_TYPE	offsetof(struct d_dir_action, type)
-#define OFF_DA_LEN	offsetof(struct d_dir_action, name_len)
-#define OFF_DA_NAME	offsetof(struct d_dir_action, name)
-#define OFF_E_SIZE	offsetof(struct d_bme, size)
-#define OFF_E_FLAGS	offsetof(struct d_bme, flags)
-#define OFF_E_CRC	offsetof(struct d_bme, crc)
-
-static size_t rec_size(uint8_t type)
-{
-	switch (type) {
-	case MD_INODE:
-		return sizeof(struct d_inode);
-	case MD_BLOCKMAP:
-		return sizeof(struct d_blockmap);
-	case MD_DIR_ACTION:
-		return sizeof(struct d_dir_action);
-	}
-	return 0;
-}
-
-/* CRC32 of a record, its crc and next fields taken as 0. */
-static uint32_t md_crc(const unsigned char *rec, size_t size)
-{
-	unsigned char h[HDR];
-	uint32_t crc;
-
-	memcpy(h, rec, HDR);
-	memset(h + OFF_CRC, 0, 4);
-	memset(h + OFF_NEXT, 0, 8);
-	crc = crc32le(0, h, HDR);
-	return crc32le(crc, rec + HDR, size - HDR);
-}
-
 static void fresh_sb(unsigned char *sb)
 {
 	memset(sb, 0, SB_SIZE);
@@ -369,20 +220,6 @@ static void fresh_sb(unsigned char *sb)
 	put_le(sb + offsetof(struct d_super, version), 1, 8);
 	put_le(sb + offsetof(struct d_super, sb_size), SB_SIZE, 2);
 	put_le(sb + offsetof(struct d_super, block_size), BS, 2);
-}
-
-static uint32_t nblocks_of(uint64_t size)
-{
-	return (size + BS - 1) / BS;
-}
-
-static uint32_t block_len(uint64_t size, uint32_t i)
-{
-	uint64_t start = (uint64_t)i * BS;
-
-	if (start >= size)
-		return 0;
-	return size - start < BS ? size - start : BS;
 }
 
 /* An in-place field a crash may have torn: one side of a sector boundary zero. */

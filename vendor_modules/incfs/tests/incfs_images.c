@@ -7,11 +7,12 @@
  * Every test starts from a "golden" image: a fresh mount given a directory,
  * files, a hard link, a name added, removed and added again, an empty file,
  * and data blocks (raw, LZ4, tail) delivered between the instructions, then
- * unmounted.  The image is read back with this file's own copy of the packed
- * on-disk structures, which checks the layout and finds every record, every
- * blockmap entry and every stored block.  The copy is deliberate: the module
- * and the tools share one format implementation (format.h), and this file
- * is the independent oracle that would catch a change to it.
+ * unmounted.  The image is read back with the tests' own statement of the
+ * packed on-disk structures (incfs_layout.h, shared with incfs_fuzz), which
+ * checks the layout and finds every record, every blockmap entry and every
+ * stored block.  It is deliberately not format.h: the module and the tools
+ * share one format implementation, and the tests are the independent
+ * oracle that would catch a change to it.
  *
  * Cut images (a crash during an append) must mount with exactly the records
  * wholly before the cut: the names whose ADD records survive, the blocks
@@ -40,6 +41,7 @@
 #include <linux/incrementalfs.h>
 
 #include "gki_test.h"
+#include "incfs_layout.h"
 #include "kselftest_harness.h"
 
 #define MODULE_PATH	"/modules/vendor/incfs/incrementalfs.ko"
@@ -61,120 +63,6 @@
 #define F2_SIZE		(BS + BS / 2)		/* 2 blocks, a 2048-byte tail */
 #define F3_SIZE		BS
 #define NEW_BLOCKS	8			/* blocks of the file added after a cut */
-
-/* ===== the on-disk format, little-endian and packed (format.h) ===== */
-
-struct d_super {
-	uint64_t magic;
-	uint64_t version;
-	uint16_t sb_size;
-	uint32_t flags;
-	uint64_t first_md;
-	uint16_t block_size;
-} __attribute__((packed));
-
-struct d_hdr {
-	uint8_t type;
-	uint16_t size;
-	uint32_t crc;		/* of the record with crc and next zero */
-	uint64_t next;
-	uint64_t prev;
-} __attribute__((packed));
-
-struct d_inode {
-	struct d_hdr h;
-	uint64_t ino;
-	uint64_t size;
-	uint16_t mode;
-	uint32_t flags;
-} __attribute__((packed));
-
-struct d_blockmap {
-	struct d_hdr h;
-	uint64_t ino;
-	uint64_t base;
-	uint32_t count;
-} __attribute__((packed));
-
-struct d_dir_action {
-	struct d_hdr h;
-	uint64_t dir;
-	uint64_t child;
-	uint8_t type;
-	uint8_t name_len;
-	char name[255];
-} __attribute__((packed));
-
-struct d_bme {
-	uint32_t off_lo;
-	uint16_t off_hi;
-	uint16_t size;
-	uint16_t flags;
-	uint32_t crc;
-} __attribute__((packed));
-
-_Static_assert(sizeof(struct d_super) == 32, "superblock");
-_Static_assert(sizeof(struct d_hdr) == 23, "record header");
-_Static_assert(sizeof(struct d_inode) == 45, "inode record");
-_Static_assert(sizeof(struct d_blockmap) == 43, "blockmap record");
-_Static_assert(sizeof(struct d_dir_action) == 296, "dir action record");
-_Static_assert(sizeof(struct d_bme) == 14, "blockmap entry");
-
-enum { MD_INODE = 1, MD_BLOCKMAP = 2, MD_DIR_ACTION = 3 };
-enum { DA_ADD = 1, DA_REMOVE = 2 };
-#define BME_LZ4		1
-#define OFF_SIZE	offsetof(struct d_hdr, size)
-#define OFF_CRC		offsetof(struct d_hdr, crc)
-#define OFF_NEXT	offsetof(struct d_hdr, next)
-#define OFF_PREV	offsetof(struct d_hdr, prev)
-#define OFF_FIRST	offsetof(struct d_super, first_md)
-
-static size_t rec_size(uint8_t type)
-{
-	switch (type) {
-	case MD_INODE:
-		return sizeof(struct d_inode);
-	case MD_BLOCKMAP:
-		return sizeof(struct d_blockmap);
-	case MD_DIR_ACTION:
-		return sizeof(struct d_dir_action);
-	}
-	return 0;
-}
-
-static void put16(unsigned char *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-/*
- * A record's CRC: of all its @size bytes (as its size field says, even when
- * that is not its type's size), its crc and next fields taken as 0.
- */
-static uint32_t md_crc(const unsigned char *rec, size_t size)
-{
-	unsigned char tmp[1024];
-
-	if (size < sizeof(struct d_hdr) || size > sizeof(tmp))
-		return 0;
-	memcpy(tmp, rec, size);
-	memset(tmp + OFF_CRC, 0, 4);
-	memset(tmp + OFF_NEXT, 0, 8);
-	return gki_crc32_le(0, tmp, size);
-}
 
 /* ===== images in memory ===== */
 
@@ -515,20 +403,6 @@ static int name_op(int cmd, int type, uint64_t dir, uint64_t child,
 	return ioctl(cmd, INCFS_IOC_PROCESS_INSTRUCTION, &inst) ? -errno : 0;
 }
 
-static uint32_t nblocks(uint64_t size)
-{
-	return (size + BS - 1) / BS;
-}
-
-static size_t block_len(uint64_t size, uint32_t index)
-{
-	uint64_t start = (uint64_t)index * BS;
-
-	if (start >= size)
-		return 0;
-	return size - start < BS ? size - start : BS;
-}
-
 /* The content of block @index of file @ino: runs of 16 bytes, compressible. */
 static void gen(uint64_t ino, uint32_t index, unsigned char *buf, size_t len)
 {
@@ -807,7 +681,7 @@ static void check_blocks(struct __test_metadata *_metadata, const char *path,
 			 const char *what)
 {
 	static unsigned char buf[BS], want[BS];
-	uint32_t i, n = nblocks(in->size);
+	uint32_t i, n = nblocks_of(in->size);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	ASSERT_LE(0, fd) TH_LOG("%s: open %s: %s", what, path, strerror(errno));
@@ -1993,13 +1867,13 @@ static int craft_file(struct craft *c, uint64_t ino, uint64_t size, bool mapped)
 {
 	struct d_inode in = { .ino = htole64(ino), .size = htole64(size),
 			      .mode = htole16(S_IFREG | 0444) };
-	struct d_blockmap bm = { .ino = htole64(ino), .count = htole32(nblocks(size)) };
+	struct d_blockmap bm = { .ino = htole64(ino), .count = htole32(nblocks_of(size)) };
 	int err = craft_md(c, &in, sizeof(in), MD_INODE);
 
 	if (err || !mapped)
 		return err;
 	bm.base = htole64(c->len);
-	c->len += (long long)nblocks(size) * sizeof(struct d_bme);
+	c->len += (long long)nblocks_of(size) * sizeof(struct d_bme);
 	return craft_md(c, &bm, sizeof(bm), MD_BLOCKMAP);
 }
 
@@ -2580,7 +2454,7 @@ static void old_read(struct __test_metadata *_metadata,
 		snprintf(path, sizeof(path), "%s/%s", self->mnt, f->path);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
-		for (b = 0; b < nblocks(f->size); b++) {
+		for (b = 0; b < nblocks_of(f->size); b++) {
 			size_t len = block_len(f->size, b);
 			ssize_t got = pread(fd, buf, len, (off_t)b * BS);
 
