@@ -167,26 +167,66 @@ void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end)
 		vfs_fadvise(mi->bf, start, end - start, POSIX_FADV_DONTNEED);
 }
 
-/* Write all of buf at pos, or fail. */
-int incfs_bf_write(struct incfs_mount *mi, const void *buf, size_t len,
-		   loff_t pos)
+/*
+ * A failed write in place, or a failed sync, stops the mount's changes.
+ * What it wrote may reach the disk later or never (a failed fsync leaves
+ * that open), while the call that wrote it fails and memory keeps the state
+ * before it; any later write or sync could make the disk run ahead of what
+ * the callers were told.  So from then on every write and sync fails with
+ * EIO, no block can arrive (waiting reads fail with EIO), and the next
+ * mount's scan settles what the disk holds.  A failed append stops nothing:
+ * no record or entry points at its bytes.
+ */
+static bool bf_stopped(struct incfs_mount *mi)
 {
-	const struct cred *old = override_creds(mi->cred);
-	ssize_t n = kernel_write(mi->bf, buf, len, &pos);
+	return atomic_read(&mi->bf_stopped);
+}
 
+static int bf_stop_on(struct incfs_mount *mi, int err)
+{
+	if (err && !atomic_xchg(&mi->bf_stopped, 1)) {
+		pr_err("incfs: %pD: backing file error %d: no more changes until remounted\n",
+		       mi->bf, err);
+		incfs_shutdown(mi, -EIO);
+	}
+	return err;
+}
+
+/* Write all of buf at pos, or fail. */
+static int bf_write(struct incfs_mount *mi, const void *buf, size_t len,
+		    loff_t pos)
+{
+	const struct cred *old;
+	ssize_t n;
+
+	if (bf_stopped(mi))
+		return -EIO;
+	old = override_creds(mi->cred);
+	n = kernel_write(mi->bf, buf, len, &pos);
 	revert_creds(old);
 	if (n < 0)
 		return n;
 	return n == len ? 0 : -EIO;
 }
 
+/* Write over bytes that may be in use (a link, an entry, a repair). */
+int incfs_bf_write(struct incfs_mount *mi, const void *buf, size_t len,
+		   loff_t pos)
+{
+	return bf_stop_on(mi, bf_write(mi, buf, len, pos));
+}
+
 int incfs_bf_sync(struct incfs_mount *mi, loff_t start, loff_t end)
 {
-	const struct cred *old = override_creds(mi->cred);
-	int err = vfs_fsync_range(mi->bf, start, end - 1, 1);
+	const struct cred *old;
+	int err;
 
+	if (bf_stopped(mi))
+		return -EIO;
+	old = override_creds(mi->cred);
+	err = vfs_fsync_range(mi->bf, start, end - 1, 1);
 	revert_creds(old);
-	return err;
+	return bf_stop_on(mi, err);
 }
 
 loff_t incfs_bf_end(struct incfs_mount *mi)
@@ -207,7 +247,7 @@ int incfs_bf_append(struct incfs_mount *mi, const void *buf, size_t len,
 		*pos = roundup(*pos, len);
 	if (*pos + len > INCFS_MAX_DATA_OFFSET)
 		return -EFBIG;
-	return incfs_bf_write(mi, buf, len, *pos);
+	return bf_write(mi, buf, len, *pos);
 }
 
 int incfs_bf_append_zeros(struct incfs_mount *mi, size_t len, loff_t *pos)
@@ -222,7 +262,7 @@ int incfs_bf_append_zeros(struct incfs_mount *mi, size_t len, loff_t *pos)
 	for (end = *pos; !err && len; ) {
 		size_t n = min_t(size_t, len, PAGE_SIZE);
 
-		err = incfs_bf_write(mi, page_address(ZERO_PAGE(0)), n, end);
+		err = bf_write(mi, page_address(ZERO_PAGE(0)), n, end);
 		end += n;
 		len -= n;
 	}
@@ -245,7 +285,7 @@ int incfs_bf_append_md(struct incfs_mount *mi, union incfs_md_record *rec)
 	incfs_md_seal(rec, mi->last_md);
 	pos = incfs_md_pos(incfs_bf_end(mi));
 	err = pos + size > INCFS_MAX_DATA_OFFSET ? -EFBIG :
-	      incfs_bf_write(mi, rec, size, pos);
+	      bf_write(mi, rec, size, pos);
 	if (!err)
 		err = incfs_bf_sync(mi, pos, pos + size);
 	if (err)

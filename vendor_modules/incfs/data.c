@@ -45,7 +45,8 @@ static long sleep_for_block(struct incfs_mount *mi,
 /*
  * Get block @index of a file, waiting for it as @how says.  Returns 0 with
  * its blockmap entry in @bme, -EAGAIN (INCFS_NOWAIT), -ETIME, -ERESTARTSYS,
- * -EINTR or -ENODEV (forced unmount).
+ * -EINTR, -ENODEV (forced unmount) or -EIO (the mount stopped after a
+ * backing error).
  */
 int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
 		     struct incfs_blockmap_entry *bme)
@@ -62,8 +63,7 @@ int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
 	}
 	if (mi->shutdown || how == INCFS_NOWAIT || !mi->timeout_ms) {
 		spin_unlock(&mi->pending_lock);
-		return mi->shutdown ? -ENODEV :
-		       how == INCFS_NOWAIT ? -EAGAIN : -ETIME;
+		return mi->shutdown ?: how == INCFS_NOWAIT ? -EAGAIN : -ETIME;
 	}
 	pr.serial = ++mi->last_serial;
 	list_add_tail(&pr.list, &mi->pending);
@@ -94,15 +94,20 @@ static void mark_arrived(struct incfs_mount *mi, u64 ino, u32 index)
 			WRITE_ONCE(pr->result, 1);
 }
 
-/* Forced unmount: fail every waiting read, and every later one. */
-void incfs_shutdown(struct incfs_mount *mi)
+/*
+ * No block can arrive any more (@err: -ENODEV, a forced unmount; -EIO, a
+ * backing error): fail every waiting read, and every later one, with the
+ * first reason given.
+ */
+void incfs_shutdown(struct incfs_mount *mi, int err)
 {
 	struct incfs_pending_read *pr;
 
 	spin_lock(&mi->pending_lock);
-	mi->shutdown = true;
+	if (!mi->shutdown)
+		mi->shutdown = err;
 	list_for_each_entry(pr, &mi->pending, list)
-		WRITE_ONCE(pr->result, -ENODEV);
+		WRITE_ONCE(pr->result, mi->shutdown);
 	spin_unlock(&mi->pending_lock);
 	wake_up_all(&mi->block_wq);
 	wake_up_all(&mi->pending_wq);

@@ -22,6 +22,9 @@
  *	pending_lock	(spinlock) every file's in-memory blockmap, the
  *			pending-read list and serials, shutdown.
  *
+ * bf_stopped is atomic: set once, by the first failed backing write or sync
+ * (backing.c), never cleared.
+ *
  * A reader checks a block and registers as waiting under pending_lock; a
  * writer publishes a block and marks its waiters under pending_lock.  So a
  * block that arrives between the check and the sleep cannot be missed.
@@ -29,6 +32,7 @@
 #ifndef _INCFS_H
 #define _INCFS_H
 
+#include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -113,7 +117,7 @@ struct incfs_pending_read {
 	u64 ino;
 	u32 index;
 	u32 serial;
-	int result;			/* 0 waiting, 1 arrived, -ENODEV */
+	int result;			/* 0 waiting, 1 arrived, or mi->shutdown */
 };
 
 struct incfs_mount {
@@ -129,6 +133,8 @@ struct incfs_mount {
 	/* Read-only, O_DIRECT, for whole blocks; NULL where unsupported. */
 	struct file *bf_direct;
 	loff_t last_md;			/* bf_mutex: last record, 0: none */
+	/* A backing write or sync failed: no more changes (backing.c). */
+	atomic_t bf_stopped;
 	/*
 	 * bf_mutex: blocks delivered but not yet in the on-disk blockmap.
 	 * Their entries are written once their data is durable, by
@@ -165,7 +171,11 @@ struct incfs_mount {
 	spinlock_t pending_lock;	/* see the top of this file */
 	struct list_head pending;
 	u32 last_serial;
-	bool shutdown;
+	/*
+	 * Why no block can arrive any more, 0 while they can: -ENODEV after
+	 * a forced unmount, -EIO once a backing error stopped the mount.
+	 */
+	int shutdown;
 	wait_queue_head_t block_wq;	/* readers waiting for blocks */
 	wait_queue_head_t pending_wq;	/* .cmd readers and pollers */
 };
@@ -233,7 +243,7 @@ ssize_t incfs_write_blocks(struct incfs_mount *mi, const char __user *buf,
 int incfs_ensure_blockmap(struct incfs_node *node);
 int incfs_flush_blocks(struct incfs_mount *mi);
 void incfs_flush_worker(struct work_struct *work);
-void incfs_shutdown(struct incfs_mount *mi);
+void incfs_shutdown(struct incfs_mount *mi, int err);
 
 /* backing.c */
 int incfs_bf_open_readers(struct incfs_mount *mi);

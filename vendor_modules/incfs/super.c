@@ -172,7 +172,7 @@ static int claim_backing(struct incfs_mount *mi, struct file *bf)
 
 static void incfs_umount_begin(struct super_block *sb)
 {
-	incfs_shutdown(incfs_sb(sb));
+	incfs_shutdown(incfs_sb(sb), -ENODEV);
 }
 
 /* sync(2) and syncfs(2): make every delivered block durable. */

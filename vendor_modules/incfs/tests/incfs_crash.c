@@ -16,6 +16,10 @@
  * The first two tests record and replay; the others each judge one of
  * those properties from the counts the replay left in RESULTS.
  *
+ * The backing_error tests fail the backing file's blocks for real (the
+ * device-mapper "error" target under ext4) and check that the mount stops
+ * taking changes, while it is mounted, until a remount.
+ *
  * Environment: INCFS_CRASH_POINTS, how many crash points to check (default
  * DEFAULT_POINTS, spread over the log; "all" for every one);
  * INCFS_CRASH_SEED, the seed of the sample and of the subsets (default 1);
@@ -23,6 +27,8 @@
  * between two flushes (default DEFAULT_SUBSETS).
  */
 #include <linux/dm-ioctl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <linux/loop.h>
 #include <sys/sysmacros.h>
 
@@ -742,6 +748,225 @@ static bool load_counts(struct counts *c)
 	return ok && c->points > 0 && c->judged == c->points;
 }
 
+/* ===== backing I/O errors ===== */
+
+/*
+ * The backing file's blocks fail on demand: ext4 on a device-mapper device
+ * whose table maps the disk linearly, or with the backing file's extents
+ * (preallocated, so that they do not move) on the "error" target.  Only
+ * that file's I/O fails: ext4's journal and inode table stay writable.
+ */
+#define EIO_DISK	WORK "/eio.img"
+#define EIO_DEV		WORK "/eio-dm"
+#define EIO_MNT		WORK "/eio"		/* ext4 */
+#define EIO_APP		WORK "/eio-app"		/* incfs */
+#define EIO_DM		"incfs-eio"
+#define EIO_PREALLOC	(4 << 20)
+#define EIO_TIMEOUT_MS	100
+#define MAX_SEGS	32
+
+struct seg {
+	__u64 start, len;	/* sectors */
+	bool error;
+};
+
+struct eio_disk {
+	int loop;
+	dev_t loop_dev;
+	__u64 sectors;
+	struct seg bad[MAX_SEGS];	/* the backing file's extents, sorted */
+	int nbad;
+	bool dm, ext4;
+	struct incfs_mnt m;
+	struct incfs_file f;		/* 8 blocks, block 0 delivered */
+};
+
+/* Load @segs as EIO_DM's table and make it live (creating the device). */
+static int eio_table(const struct seg *segs, int n, dev_t under, bool create, dev_t *dev)
+{
+	__u64 buf[1024];
+	struct dm_ioctl *io = dm_init(buf, sizeof(buf), EIO_DM);
+	char *p = (char *)(io + 1), *end = (char *)buf + sizeof(buf);
+	int ret;
+
+	if (create) {
+		ret = dm_call(DM_DEV_CREATE, io);
+		if (ret)
+			return ret;
+		*dev = io->dev;
+		io = dm_init(buf, sizeof(buf), EIO_DM);
+	}
+	for (int i = 0; i < n; i++) {
+		struct dm_target_spec *spec = (void *)p;
+		char *params = (char *)(spec + 1);
+		int len;
+
+		spec->sector_start = segs[i].start;
+		spec->length = segs[i].len;
+		snprintf(spec->target_type, sizeof(spec->target_type), "%s",
+			 segs[i].error ? "error" : "linear");
+		if (segs[i].error)
+			len = params < end ? (*params = '\0', 0) : -1;	/* no parameters */
+		else
+			len = snprintf(params, end - params, "%u:%u %llu", major(under),
+				       minor(under), (unsigned long long)segs[i].start);
+		if (len < 0 || len >= end - params)
+			return -ENOSPC;
+		spec->next = (sizeof(*spec) + len + 1 + 7) & ~7UL;
+		p += spec->next;
+	}
+	io->target_count = n;
+	ret = dm_call(DM_TABLE_LOAD, io);
+	return ret ? ret : dm_call(DM_DEV_SUSPEND, dm_init(buf, sizeof(buf), EIO_DM));
+}
+
+/* The disk with the backing file's extents failing (@fail) or not. */
+static int eio_switch(struct eio_disk *d, bool fail)
+{
+	struct seg segs[2 * MAX_SEGS + 1];
+	__u64 at = 0;
+	int n = 0;
+
+	for (int i = 0; fail && i < d->nbad; i++) {
+		if (d->bad[i].start > at)
+			segs[n++] = (struct seg){ at, d->bad[i].start - at, false };
+		segs[n++] = d->bad[i];
+		at = d->bad[i].start + d->bad[i].len;
+	}
+	if (at < d->sectors)
+		segs[n++] = (struct seg){ at, d->sectors - at, false };
+	return eio_table(segs, n, d->loop_dev, false, NULL);
+}
+
+/* Where the backing file's blocks are, preallocated ones included. */
+static int eio_extents(struct eio_disk *d, int fd)
+{
+	__u64 buf[(sizeof(struct fiemap) + MAX_SEGS * sizeof(struct fiemap_extent)) / 8];
+	struct fiemap *fm = (void *)buf;
+	__u64 bytes = 0;
+
+	memset(buf, 0, sizeof(buf));
+	fm->fm_length = FIEMAP_MAX_OFFSET;
+	fm->fm_flags = FIEMAP_FLAG_SYNC;
+	fm->fm_extent_count = MAX_SEGS;
+	if (ioctl(fd, FS_IOC_FIEMAP, fm))
+		return -errno;
+	for (__u32 i = 0; i < fm->fm_mapped_extents; i++) {
+		const struct fiemap_extent *e = &fm->fm_extents[i];
+
+		if (e->fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_NOT_ALIGNED))
+			return -EINVAL;
+		d->bad[d->nbad++] = (struct seg){ e->fe_physical >> 9, e->fe_length >> 9, true };
+		bytes += e->fe_length;
+	}
+	/* The extents of one file never overlap; sort them by place. */
+	for (int i = 1; i < d->nbad; i++)
+		for (int k = i; k > 0 && d->bad[k].start < d->bad[k - 1].start; k--) {
+			struct seg t = d->bad[k];
+
+			d->bad[k] = d->bad[k - 1];
+			d->bad[k - 1] = t;
+		}
+	return bytes >= EIO_PREALLOC ? 0 : -ENOSPC;
+}
+
+/*
+ * ext4 on EIO_DM on a loop device, an incfs mount whose backing file is on
+ * it, one file of 8 blocks with block 0 delivered and made durable.
+ */
+static int eio_start(struct eio_disk *d)
+{
+	char loop[32];
+	dev_t dm;
+	int fd, ret;
+
+	d->loop = -1;
+	d->m.cmd = -1;
+	ret = mkdirs();
+	if (!ret && mkdir(EIO_MNT, 0755) && errno != EEXIST)
+		ret = -errno;
+	if (!ret && mkdir(EIO_APP, 0755) && errno != EEXIST)
+		ret = -errno;
+	if (!ret)
+		ret = copy_file(BLANK_EXT4, EIO_DISK);
+	if (ret) {
+		incfs_fail("preparing %s: %s", EIO_DISK, strerror(-ret));
+		return ret;
+	}
+	d->sectors = sectors_of(EIO_DISK);
+	d->loop = loop_attach(EIO_DISK, loop, sizeof(loop));
+	if (d->loop < 0) {
+		incfs_fail("loop device for %s: %s", EIO_DISK, strerror(-d->loop));
+		return d->loop;
+	}
+	d->loop_dev = rdev_of(d->loop);
+	ret = eio_table(&(struct seg){ 0, d->sectors, false }, 1, d->loop_dev, true, &dm);
+	if (ret) {
+		incfs_fail("dm device %s: %s", EIO_DM, strerror(-ret));
+		return ret;
+	}
+	d->dm = true;
+	unlink(EIO_DEV);
+	if (mknod(EIO_DEV, S_IFBLK | 0600, dm) || mount(EIO_DEV, EIO_MNT, "ext4", 0, NULL)) {
+		ret = -errno;
+		incfs_fail("ext4 on %s: %s", EIO_DEV, strerror(errno));
+		return ret;
+	}
+	d->ext4 = true;
+	snprintf(d->m.dir, sizeof(d->m.dir), EIO_APP);
+	snprintf(d->m.backing, sizeof(d->m.backing), EIO_MNT "/" APP_IMG);
+	fd = open(d->m.backing, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, EIO_PREALLOC)) {
+		ret = -errno;
+		incfs_fail("preallocating %s: %s", d->m.backing, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	ret = eio_extents(d, fd);
+	close(fd);
+	if (ret) {
+		incfs_fail("the extents of %s: %s", d->m.backing, strerror(-ret));
+		return ret;
+	}
+	ret = incfs_mount(&d->m, EIO_TIMEOUT_MS);
+	if (!ret)
+		ret = incfs_make_file(d->m.cmd, INCFS_ROOT_INODE, "a", &d->f, 8 * INCFS_BS, 7,
+				      false);
+	if (!ret)
+		ret = incfs_send_range(d->m.cmd, &d->f, 0, 1, INCFS_SEND_NONE);
+	if (!ret && syncfs(d->m.cmd))
+		ret = -errno;
+	return ret;
+}
+
+/* Undo eio_start(): 0, or the first step that failed, in incfs_err. */
+static int eio_stop(struct eio_disk *d)
+{
+	__u64 buf[128];
+	int ret = incfs_umount(&d->m);
+
+	if (d->ext4 && umount(EIO_MNT)) {
+		if (!ret) {
+			ret = -errno;
+			incfs_fail("umount %s: %s", EIO_MNT, strerror(errno));
+		}
+		umount2(EIO_MNT, MNT_DETACH);
+	}
+	if (d->dm) {
+		int err = dm_call(DM_DEV_REMOVE, dm_init(buf, sizeof(buf), EIO_DM));
+
+		if (err && !ret) {
+			ret = err;
+			incfs_fail("removing %s: %s", EIO_DM, strerror(-err));
+		}
+	}
+	if (d->loop >= 0)
+		loop_detach(d->loop);
+	unlink(EIO_DISK);
+	return ret;
+}
+
 /* ===== the tests ===== */
 
 /*
@@ -849,6 +1074,104 @@ TEST_F(crash, what_a_step_made_durable_survives)
 
 	ASSERT_TRUE(load_counts(&c)) TH_LOG("the crash points were not all judged");
 	EXPECT_EQ(0, c.lost);
+}
+
+/*
+ * A backing I/O error stops the mount's changes (README, "Backing
+ * errors"): each case starts with a NEW_FILE whose sync failed on the
+ * failing disk, then gives the disk back.  The cases use EXPECT, never
+ * ASSERT: after an assertion the harness may skip the teardown (its child
+ * pid is not volatile across the longjmp), which would leave the device
+ * behind for the next case.
+ */
+FIXTURE(backing_error) {
+	struct eio_disk d;
+};
+
+FIXTURE_SETUP(backing_error)
+{
+	int ret, failed = 0;
+	__u64 ino;
+
+	ASSERT_EQ(0, incfs_load_module()) TH_LOG("%s", incfs_err);
+	ret = eio_start(&self->d);
+	if (!ret)
+		ret = eio_switch(&self->d, true);
+	if (!ret)
+		failed = incfs_new_file(self->d.m.cmd, S_IFREG | 0555, INCFS_BS, &ino);
+	if (!ret)
+		ret = eio_switch(&self->d, false);
+	/* The teardown runs only after a setup that completed. */
+	if (ret || failed != -EIO)
+		eio_stop(&self->d);
+	ASSERT_EQ(0, ret) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(-EIO, failed) TH_LOG("NEW_FILE with the backing file's blocks failing");
+}
+
+FIXTURE_TEARDOWN(backing_error)
+{
+	EXPECT_EQ(0, eio_stop(&self->d)) TH_LOG("%s", incfs_err);
+}
+
+TEST_F(backing_error, instructions_fail_after_the_disk_recovers)
+{
+	__u64 ino;
+
+	EXPECT_EQ(-EIO, incfs_new_file(self->d.m.cmd, S_IFREG | 0555, INCFS_BS, &ino));
+	EXPECT_EQ(-EIO, incfs_add_entry(self->d.m.cmd, INCFS_ROOT_INODE, self->d.f.ino, "b"));
+	EXPECT_EQ(-1, syncfs(self->d.m.cmd));
+	EXPECT_EQ(EIO, errno);
+}
+
+TEST_F(backing_error, blocks_are_refused_after_the_disk_recovers)
+{
+	EXPECT_EQ(-EIO, incfs_send_range(self->d.m.cmd, &self->d.f, 1, 2, INCFS_SEND_NONE));
+}
+
+TEST_F(backing_error, present_blocks_still_read)
+{
+	int fd = open(incfs_path(&self->d.m, "a"), O_RDONLY | O_CLOEXEC);
+
+	EXPECT_LE(0, fd);
+	EXPECT_EQ(0, incfs_check_block(fd, &self->d.f, 0)) TH_LOG("%s", incfs_err);
+	close(fd);
+}
+
+TEST_F(backing_error, reads_of_absent_blocks_fail_at_once)
+{
+	char buf[16];
+	int fd = open(incfs_path(&self->d.m, "a"), O_RDONLY | O_CLOEXEC);
+
+	EXPECT_LE(0, fd);
+	EXPECT_EQ(-1, pread(fd, buf, sizeof(buf), 3 * INCFS_BS));
+	EXPECT_EQ(EIO, errno);
+	close(fd);
+}
+
+TEST_F(backing_error, the_loader_sees_the_end)
+{
+	struct incfs_pending_read_info pr;
+	struct pollfd p = { .fd = self->d.m.cmd, .events = POLLIN };
+
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	EXPECT_TRUE(p.revents & POLLHUP);
+	/* Without the end, the read would block. */
+	if (p.revents & POLLHUP)
+		EXPECT_EQ(0, read(self->d.m.cmd, &pr, sizeof(pr)));
+}
+
+TEST_F(backing_error, a_remount_takes_changes_again)
+{
+	int fd;
+
+	EXPECT_EQ(0, incfs_remount(&self->d.m, EIO_TIMEOUT_MS)) TH_LOG("%s", incfs_err);
+	EXPECT_EQ(0, incfs_send_range(self->d.m.cmd, &self->d.f, 1, 2, INCFS_SEND_NONE))
+		TH_LOG("%s", incfs_err);
+	fd = open(incfs_path(&self->d.m, "a"), O_RDONLY | O_CLOEXEC);
+	EXPECT_LE(0, fd);
+	for (__u32 b = 0; b < 3; b++)
+		EXPECT_EQ(0, incfs_check_block(fd, &self->d.f, b)) TH_LOG("%s", incfs_err);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
