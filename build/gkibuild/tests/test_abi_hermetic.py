@@ -3,7 +3,9 @@
 ~/.abignore and LIBABIGAIL_DEFAULT_USER_SUPPRESSION_FILE, each suppressing
 the very type that changed, must not hide the change.  Runs the installed
 abidiff on abi/gki.xml against a copy with struct uts_namespace resized
-(as make_fixtures.sh's kernel-struct-resized): no kernel build."""
+(as make_fixtures.sh's kernel-struct-resized): no kernel build.  The diff
+is restricted to init_uts_ns, the KMI variable of that type: the whole KMI
+at real size takes abidiff minutes for the same verdict."""
 
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ class HermeticTest(unittest.TestCase):
 		assert edited != text, 'no struct uts_namespace in abi/gki.xml'
 		cls.base, cls.new = base, d / 'new.xml'
 		cls.new.write_text(edited)
-		cls.symbols = set(re.findall(r"<elf-symbol name='([^']+)'", text))
+		assert "<elf-symbol name='init_uts_ns'" in text, 'init_uts_ns left the KMI'
+		cls.symbols = {'init_uts_ns'}
 		(d / 'home').mkdir()
 		(d / 'home' / '.abignore').write_text(HOSTILE)
 		(d / 'suppr').write_text(HOSTILE)
