@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Config stage: merge the fragments over the variant's base (alldefconfig
-or allnoconfig), run olddefconfig, and verify that every option of the
-fragments took effect."""
+or allnoconfig: its .config is resolved, an olddefconfig after it would
+write the same bytes), and verify that every option of the fragments took
+effect."""
 
 from __future__ import annotations
 

@@ -78,12 +78,11 @@ class Scratch:
 	def configure(self, log: Path) -> None:
 		"""The variant's configuration again, for a changed tree: the
 		copy's fragment over the variant's base (allnoconfig,
-		alldefconfig), olddefconfig, and every option of the fragment
-		verified, as kernel.py does."""
+		alldefconfig), and every option of the fragment verified, as
+		kernel.py does."""
 		fragment = self.obj / 'gki.fragment'
 		self.make(log, f'KCONFIG_ALLCONFIG={self.kernel.obj / fragment.name}',
 			  self.kernel.variant.base)
-		self.make(log.with_suffix('.olddefconfig.log'), 'olddefconfig')
 		kconfig.verify(fragment.read_text(), self.obj / '.config')
 
 	def remove(self) -> None:
