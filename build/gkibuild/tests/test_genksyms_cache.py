@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -177,6 +178,30 @@ class MakeVarTest(unittest.TestCase):
 		self.assertTrue(var.endswith(
 			',/x/genksyms-cache scripts/genksyms/genksyms '
 			'$(CPP) -D__GENKSYMS__ $(c_flags) $<)'))
+
+
+class StartTest(unittest.TestCase):
+	"""It starts once per exporting object: the script, as kbuild runs
+	it, imports nothing that only a miss needs."""
+
+	def test_a_start_imports_only_what_a_hit_needs(self):
+		script = Path(genksyms_cache.__file__).resolve().parent.parent / 'genksyms-cache'
+		first = script.read_text().splitlines()[0]
+		self.assertEqual('#!/usr/bin/python3 -BS', first)
+		with tempfile.TemporaryDirectory() as cache:
+			# Without arguments: the usage line, after the imports.
+			r = subprocess.run(['/usr/bin/python3', '-BS', '-X', 'importtime', str(script)],
+					   env={'GKI_GENKSYMS_CACHE': cache}, capture_output=True,
+					   text=True)
+			self.assertEqual(2, r.returncode, r.stderr)
+			self.assertIn('usage: genksyms-cache', r.stderr)
+			imported = {line.split('|')[-1].strip() for line in r.stderr.splitlines()
+				    if line.startswith('import time:')}
+			self.assertIn('gkibuild.genksyms_cache', imported)
+			self.assertEqual(set(), imported & {'json', 'subprocess', 'tempfile', 'shutil',
+							    'pathlib', 'hashlib', 'site'})
+			self.assertTrue(list(Path(cache, 'pycache').rglob('genksyms_cache.*.pyc')),
+					'the module\'s bytecode is not kept in the cache')
 
 
 if __name__ == '__main__':
