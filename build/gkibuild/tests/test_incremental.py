@@ -124,12 +124,14 @@ class IncrementalTestBase(unittest.TestCase):
 		self.assertIn(old, text)
 		return format_patch(subject, rel, text, text.replace(old, new, 1))
 
-	def edit(self, rel: str, change) -> str:
-		"""Change a sandbox input; returns its old text for revert()."""
-		path = self.box.input(rel)
+	@classmethod
+	def edit(cls, rel: str, change) -> str:
+		"""Change a sandbox input; returns its old text to write back."""
+		path = cls.box.input(rel)
 		old = path.read_text()
 		new = change(old)
-		self.assertNotEqual(old, new, f'the edit of {rel} changed nothing')
+		if new == old:
+			raise AssertionError(f'the edit of {rel} changed nothing')
 		path.write_text(new)
 		return old
 
@@ -172,13 +174,10 @@ class VendorEditTest(IncrementalTestBase):
 		super().setUpClass()
 		edits = {cls.SOURCE: lambda t: t + 'MODULE_INFO(gki_test, "edited");\n',
 			 cls.KBUILD: lambda t: t.replace('obj-m += incfs_tree_kunit.o\n', '')}
-		old = {rel: cls.box.input(rel).read_text() for rel in edits}
+		old: dict[str, str] = {}
 		try:
 			for rel, change in edits.items():
-				new = change(old[rel])
-				if new == old[rel]:
-					raise AssertionError(f'the edit of {rel} changed nothing')
-				cls.box.input(rel).write_text(new)
+				old[rel] = cls.edit(rel, change)
 			cls.changed = cls.box.build()
 		finally:
 			for rel, text in old.items():
