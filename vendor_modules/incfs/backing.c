@@ -21,10 +21,11 @@
 
 #include "incfs.h"
 
+/* O_NOATIME: incfs's reads are its own, not a user's access. */
 static struct file *open_reader(struct incfs_mount *mi, int flags)
 {
-	return dentry_open(&mi->bf->f_path, O_RDONLY | O_LARGEFILE | flags,
-			   mi->cred);
+	return dentry_open(&mi->bf->f_path,
+			   O_RDONLY | O_LARGEFILE | O_NOATIME | flags, mi->cred);
 }
 
 /* Can a page-aligned read of whole pages go to the disk directly? */

@@ -67,7 +67,14 @@ static int open_backing(struct fs_context *fc, unsigned int fd)
 		fput(user);
 		return errorfc(fc, "backing file is append-only or immutable"), -EPERM;
 	}
-	bf = dentry_open(&user->f_path, O_RDWR | O_LARGEFILE, current_cred());
+	/*
+	 * O_NOATIME: the mount's reads of its backing file (the scan, every
+	 * block) are not accesses by a user.  dentry_open() skips open(2)'s
+	 * owner check for it; the mounter has CAP_SYS_ADMIN and the file
+	 * open for writing.
+	 */
+	bf = dentry_open(&user->f_path, O_RDWR | O_LARGEFILE | O_NOATIME,
+			 current_cred());
 	fput(user);
 	if (IS_ERR(bf))
 		return PTR_ERR(bf);

@@ -8,7 +8,8 @@
  * byte for byte, and a block changed on the disk fails its CRC.  Blocks
  * read at once after delivery, LZ4 blocks and a file's tail, which take
  * other paths, read right too.  A direct read ends on a per-CPU,
- * high-priority queue with a rescuer.
+ * high-priority queue with a rescuer.  incfs's own reads leave the backing
+ * file's access time alone.
  */
 #include <sys/mman.h>
 #include <sys/statfs.h>
@@ -198,6 +199,41 @@ TEST_F(cache, lz4_blocks_and_the_tail_read_right_from_the_disk)
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_RANDOM));
 	for (__u32 b = 0; b <= 100; b++)
 		ASSERT_EQ(0, incfs_check_block(self->fd, &self->f, b)) TH_LOG("%s", incfs_err);
+}
+
+/*
+ * incfs's reads of the backing file are its own, not a user's: the mount's
+ * scan and every block read, direct or through the page cache, leave the
+ * backing file's access time alone (O_NOATIME).
+ */
+TEST_F(cache, reads_leave_the_backing_files_atime_alone)
+{
+	/* Long before the last change: relatime would bring it forward. */
+	const struct timespec times[2] = { { .tv_sec = 1000000000 }, { .tv_nsec = UTIME_OMIT } };
+	struct stat before, after;
+
+	self->fd = deliver(&self->m, &self->f, 100 * INCFS_BS + 1, true, INCFS_SEND_MIXED);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, incfs_umount(&self->m)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, utimensat(AT_FDCWD, self->m.backing, times, 0));
+	ASSERT_EQ(0, forget_cached_pages());
+	ASSERT_EQ(0, stat(self->m.backing, &before));
+	ASSERT_EQ(times[0].tv_sec, before.st_atim.tv_sec);
+
+	ASSERT_EQ(0, incfs_mount(&self->m, TIMEOUT_MS)) TH_LOG("%s", incfs_err);
+	self->fd = open(incfs_path(&self->m, "f"), O_RDONLY);
+	ASSERT_LE(0, self->fd);
+	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 1 << 20)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_RANDOM));
+	for (__u32 b = 0; b <= 100; b += 3)
+		ASSERT_EQ(0, incfs_check_block(self->fd, &self->f, b)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, stat(self->m.backing, &after));
+	EXPECT_EQ(before.st_atim.tv_sec, after.st_atim.tv_sec)
+		TH_LOG("the backing file's atime moved from %lld to %lld",
+		       (long long)before.st_atim.tv_sec, (long long)after.st_atim.tv_sec);
 }
 
 /* The offset of needle (len bytes) in the file at path, or -1. */
