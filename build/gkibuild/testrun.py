@@ -345,7 +345,7 @@ def bench(layout: Layout, v: Variant, names: list[str]) -> int:
 	print_table(records)
 	info(f'figures: {dest}; console: {runs[-1].log}')
 	tally = Tally()
-	runner.evaluate(v, runs, tally)
+	runner.evaluate(v, runs, tally, bench=True)
 	return tally.close() or (0 if records else 1)
 
 

@@ -205,11 +205,14 @@ def _boot_prefix(v: Machine, n: int) -> str:
 	return f'{v.name}: ' + (f'boot{n}: ' if n > 1 else '')
 
 
-def evaluate(v: Machine, runs: list[boot.Boot], tally: Tally) -> None:
+def evaluate(v: Machine, runs: list[boot.Boot], tally: Tally, bench: bool = False) -> None:
 	"""Judge one variant's boots: their KTAP, with the halves of two-boot
-	tests as one test across boots, their power-off and their kernel log."""
+	tests as one test across boots, their power-off and their kernel log.
+	With bench, the programs are benchmarks: one passes when it passed and
+	printed figures (bench_leaves())."""
 	docs = [ktap.parse(b.console) for b in runs]
-	two = TwoBoot([ktap.leaves(d) if d else [] for d in docs])
+	two = TwoBoot([(bench_leaves(d, b.console) if bench else ktap.leaves(d)) if d else []
+		       for b, d in zip(runs, docs)])
 	for n, (b, doc) in enumerate(zip(runs, docs), 1):
 		prefix = _boot_prefix(v, n)
 		if doc is None:
@@ -288,6 +291,32 @@ def read_results(tally: Tally, path: Path, rc: int | None, what: str) -> None:
 # Benchmarks ---------------------------------------------------------------
 
 _BENCH = re.compile(r'BENCH (\{.*\})\s*$')
+
+
+_TOP_RESULT = re.compile(r'^(?:not )?ok \d+ (\S+)')
+
+
+def bench_leaves(doc: ktap.Test, text: str) -> list[ktap.Leaf]:
+	"""A boot of benchmark programs, one leaf each.  A benchmark prints
+	'BENCH {...}' records, not KTAP cases: one that passed passes when it
+	printed at least one record before its result line, and fails when it
+	printed none; one that failed, crashed or broke KTAP is judged as a
+	test."""
+	counts: dict[str, int] = {}
+	seen = 0
+	for line in text.replace('\r', '').splitlines():
+		if _BENCH.search(line):
+			seen += 1
+		m = _TOP_RESULT.match(line)
+		if m:
+			counts[m.group(1)] = seen
+			seen = 0
+	out = []
+	for leaf in ktap.leaves(doc, suites=False):
+		if leaf.status == ktap.Status.PASS and not counts.get(leaf.name.split(': ')[0]):
+			leaf = ktap.Leaf(leaf.name, ktap.Status.FAIL, 'printed no BENCH figures')
+		out.append(leaf)
+	return out
 
 
 def bench_records(text: str) -> list[dict]:
