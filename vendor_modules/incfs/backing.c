@@ -76,15 +76,25 @@ void incfs_bf_close_readers(struct incfs_mount *mi)
 }
 
 /*
- * Read from the backing file; @random reads go through a file without
- * readahead, for page faults and readers that said they read at random.
+ * The file a read through the page cache goes through.  @random reads
+ * (page faults, readers that said they read at random) skip readahead.
+ * So does every read where whole blocks come from the disk directly: the
+ * mount's scan, LZ4 blocks, tails.  Readahead would bring the blocks
+ * after them into the backing file's page cache, where the next run
+ * finds them and reads them through the page cache too, reading ahead
+ * further: the bytes would be cached twice.
  */
+static struct file *buffered_reader(struct incfs_mount *mi, bool random)
+{
+	return random || mi->bf_direct ? mi->bf_random : mi->bf;
+}
+
+/* Read from the backing file through its page cache. */
 ssize_t incfs_bf_read(struct incfs_mount *mi, void *buf, size_t len,
 		      loff_t pos, bool random)
 {
 	const struct cred *old = override_creds(mi->cred);
-	ssize_t n = kernel_read(random ? mi->bf_random : mi->bf, buf, len,
-				&pos);
+	ssize_t n = kernel_read(buffered_reader(mi, random), buf, len, &pos);
 
 	revert_creds(old);
 	return n;
@@ -137,7 +147,7 @@ ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
 {
 	struct bio_vec bv[INCFS_READ_RUN];
 	size_t len = (size_t)n * PAGE_SIZE;
-	struct file *f = random ? mi->bf_random : mi->bf;
+	struct file *f = buffered_reader(mi, random);
 	const struct cred *old;
 	struct iov_iter iter;
 	unsigned int i;
@@ -166,6 +176,45 @@ void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end)
 {
 	if (mi->bf_direct && end > start)
 		vfs_fadvise(mi->bf, start, end - start, POSIX_FADV_DONTNEED);
+}
+
+/* Is any page of [@pos, @pos + @len) in the backing file's page cache? */
+bool incfs_bf_cached(struct incfs_mount *mi, loff_t pos, size_t len)
+{
+	return filemap_range_has_page(mi->bf->f_mapping,
+				      round_down(pos, PAGE_SIZE),
+				      round_up(pos + len, PAGE_SIZE) - 1);
+}
+
+/*
+ * Add the pages of [@pos, @pos + @len) to @span; a span they do not touch
+ * is dropped first.  Only where blocks are read directly.
+ */
+void incfs_bf_span_add(struct incfs_mount *mi, struct incfs_bf_span *span,
+		       loff_t pos, size_t len)
+{
+	loff_t start = round_down(pos, PAGE_SIZE);
+	loff_t end = round_up(pos + len, PAGE_SIZE);
+
+	if (!mi->bf_direct)
+		return;
+	if (span->start < span->end && start <= span->end &&
+	    end >= span->start) {
+		span->start = min(span->start, start);
+		span->end = max(span->end, end);
+		return;
+	}
+	incfs_bf_span_end(mi, span);
+	span->start = start;
+	span->end = end;
+}
+
+/* Drop the pages of @span and empty it. */
+void incfs_bf_span_end(struct incfs_mount *mi, struct incfs_bf_span *span)
+{
+	incfs_bf_forget_cached(mi, span->start, span->end);
+	span->start = 0;
+	span->end = 0;
 }
 
 /*

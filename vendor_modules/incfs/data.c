@@ -114,16 +114,14 @@ void incfs_shutdown(struct incfs_mount *mi, int err)
 }
 
 /*
- * A stored block that cannot be read back.  Readahead (@quiet) stays
- * silent: read_folio() reads the block again and reports it, once.
+ * A stored block that cannot be read back.  Only read_folio() reports it:
+ * readahead leaves the folio to it, which reads the block again.
  */
 static int bad_block(struct inode *inode, u32 index, loff_t off,
-		     const char *what, bool quiet)
+		     const char *what)
 {
 	struct dentry *alias;
 
-	if (quiet)
-		return -EIO;
 	alias = d_find_any_alias(inode);
 	pr_err_ratelimited("incfs: %pd (ino %lu) block %u: %s in backing file at offset %lld\n",
 			   alias, inode->i_ino, index, what, off);
@@ -180,7 +178,7 @@ static bool forget_torn(struct inode *inode, u32 index,
 	mutex_unlock(&mi->bf_mutex);
 	if (err || !same)
 		return !err;	/* !same: another reader forgot it first */
-	/* Logged even by readahead: the block is forgotten only once. */
+	/* Logged once: the block is forgotten only once. */
 	alias = d_find_any_alias(inode);
 	pr_warn_ratelimited("incfs: %pd (ino %lu) block %u: blockmap entry torn by a crash; the block is absent until delivered again\n",
 			    alias, inode->i_ino, index);
@@ -190,61 +188,121 @@ static bool forget_torn(struct inode *inode, u32 index,
 
 /*
  * Read stored block @index into @folio (a page) and zero the rest of the
- * page.  @scratch is a block-sized buffer for compressed data, or NULL;
- * @random and @quiet are for readahead (see incfs_bf_read(), bad_block()).
- * Returns 0, a negative errno, or INCFS_BLOCK_FORGOTTEN when the block
- * turned out absent (forget_torn()).
+ * page: one block, for read_folio(), through the backing file's page cache
+ * without readahead.  Where blocks are read directly, the pages this read
+ * brings there leave it again, so that the bytes are cached once, in
+ * @folio; not pages cached before (a block delivered moments ago is the
+ * flush's to drop).  Under QEMU a direct read of one page costs more
+ * (docs/figures.md, incfs).  Returns 0, a negative errno, or
+ * INCFS_BLOCK_FORGOTTEN when the block turned out absent (forget_torn()).
  */
 int incfs_read_block(struct inode *inode, u32 index,
-		     const struct incfs_blockmap_entry *bme, struct folio *folio,
-		     void *scratch, bool random, bool quiet)
+		     const struct incfs_blockmap_entry *bme, struct folio *folio)
 {
 	struct incfs_node *node = incfs_node(inode);
+	struct incfs_mount *mi = node->mi;
 	u32 len = incfs_block_len(node->size, index);
 	size_t stored = le16_to_cpu(bme->me_data_size);
 	loff_t off = incfs_bme_offset(bme);
 	bool lz4 = le16_to_cpu(bme->me_flags) & INCFS_BLOCK_COMPRESSED_LZ4;
 	void *dst = kmap_local_folio(folio, 0);
-	void *buf = lz4 ? scratch : dst;
+	void *buf = dst;
+	struct incfs_bf_span span = {};
 	bool drop;
 	ssize_t n;
 	int err = 0;
 
-	if (lz4 && !scratch) {
+	if (lz4) {
 		buf = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
 		if (!buf) {
 			err = -ENOMEM;
 			goto out;
 		}
 	}
-	/*
-	 * One block (a page fault, a random reader; runs of whole blocks
-	 * are read directly by incfs_read_run()) is copied from the backing
-	 * file's page cache, and a whole block's page, if this read brought
-	 * it there, dropped again: under QEMU a direct read of one page costs
-	 * more (docs/figures.md, incfs).  A page just delivered is the
-	 * flush's to drop; pages of LZ4 blocks hold more than one: they stay.
-	 */
-	drop = !lz4 && stored == PAGE_SIZE &&
-	       incfs_bf_can_read_direct(node->mi, off, 1);
-	n = incfs_bf_read(node->mi, buf, stored, off, random);
-	if (drop)
-		incfs_bf_forget_cached(node->mi, off, off + stored);
+	drop = !incfs_bf_cached(mi, off, stored);
+	n = incfs_bf_read(mi, buf, stored, off, true);
+	if (n > 0 && drop)
+		incfs_bf_span_add(mi, &span, off, stored);
+	incfs_bf_span_end(mi, &span);
 	if (n != stored)
-		err = n < 0 ? n : bad_block(inode, index, off, "short read", quiet);
+		err = n < 0 ? n : bad_block(inode, index, off, "short read");
 	else if (crc32_le(0, buf, stored) != le32_to_cpu(bme->me_data_crc))
 		err = forget_torn(inode, index, bme) ?
 		      INCFS_BLOCK_FORGOTTEN :
-		      bad_block(inode, index, off, "data CRC mismatch", quiet);
+		      bad_block(inode, index, off, "data CRC mismatch");
 	else if (lz4 && LZ4_decompress_safe(buf, dst, stored, len) != len)
-		err = bad_block(inode, index, off, "bad LZ4 data", quiet);
-	if (buf != dst && buf != scratch)
+		err = bad_block(inode, index, off, "bad LZ4 data");
+	if (buf != dst)
 		kfree(buf);
 	if (!err)
 		memset(dst + len, 0, PAGE_SIZE - len);
 out:
 	kunmap_local(dst);
 	return err;
+}
+
+/*
+ * Fill @folio from the @stored bytes of its block at @src: true when they
+ * match the entry's CRC and, for LZ4, decompress to the block's length.
+ */
+static bool unpack_block(struct incfs_node *node, struct folio *folio,
+			 const struct incfs_blockmap_entry *bme, const u8 *src)
+{
+	u32 len = incfs_block_len(node->size, folio->index);
+	size_t stored = le16_to_cpu(bme->me_data_size);
+	bool lz4 = le16_to_cpu(bme->me_flags) & INCFS_BLOCK_COMPRESSED_LZ4;
+	bool good = false;
+	void *dst;
+
+	if (crc32_le(0, src, stored) != le32_to_cpu(bme->me_data_crc))
+		return false;
+	dst = kmap_local_folio(folio, 0);
+	if (lz4) {
+		good = LZ4_decompress_safe(src, dst, stored, len) == len;
+	} else if (stored == len) {
+		memcpy(dst, src, len);
+		good = true;
+	}
+	if (good)
+		memset(dst + len, 0, PAGE_SIZE - len);
+	kunmap_local(dst);
+	return good;
+}
+
+/*
+ * Readahead's blocks that are not whole pages (LZ4 blocks, a tail), stored
+ * back to back: one read through the backing file's page cache, not one
+ * per block, without readahead there; the pages it brought join @span,
+ * dropped after readahead's last block (one page can hold several blocks).
+ * Each good block fills its folio, marked uptodate; all are unlocked.
+ * Errors are not logged: read_folio() reads the block again and logs them.
+ */
+void incfs_read_packed(struct inode *inode, struct folio **folios,
+		       const struct incfs_blockmap_entry *bmes, unsigned int n,
+		       struct incfs_bf_span *span, bool random)
+{
+	struct incfs_node *node = incfs_node(inode);
+	struct incfs_mount *mi = node->mi;
+	loff_t pos = incfs_bme_offset(&bmes[0]);
+	size_t len = incfs_bme_offset(&bmes[n - 1]) +
+		     le16_to_cpu(bmes[n - 1].me_data_size) - pos;
+	u8 *buf = kvmalloc(len, GFP_KERNEL);
+	ssize_t got = -ENOMEM;
+	size_t at = 0;
+	unsigned int i;
+
+	if (buf)
+		got = incfs_bf_read(mi, buf, len, pos, random);
+	if (got > 0)
+		incfs_bf_span_add(mi, span, pos, got);
+	for (i = 0; i < n; i++) {
+		if (got == len && unpack_block(node, folios[i], &bmes[i],
+					       buf + at))
+			folio_mark_uptodate(folios[i]);
+		folio_unlock(folios[i]);
+		at += le16_to_cpu(bmes[i].me_data_size);
+	}
+	kvfree(buf);
 }
 
 /* A run of blocks read without waiting (readahead's). */

@@ -232,9 +232,21 @@ int incfs_wait_block(struct incfs_node *node, u32 index, enum incfs_wait how,
 		     struct incfs_blockmap_entry *bme);
 /* incfs_read_block(): a torn entry found; the block is absent now. */
 #define INCFS_BLOCK_FORGOTTEN	1
+/*
+ * Whole pages of the backing file that reads through its page cache
+ * brought there, to drop again where blocks are read directly: [start,
+ * end), empty when equal.
+ */
+struct incfs_bf_span {
+	loff_t start;
+	loff_t end;
+};
+
 int incfs_read_block(struct inode *inode, u32 index,
-		     const struct incfs_blockmap_entry *bme, struct folio *folio,
-		     void *scratch, bool random, bool quiet);
+		     const struct incfs_blockmap_entry *bme, struct folio *folio);
+void incfs_read_packed(struct inode *inode, struct folio **folios,
+		       const struct incfs_blockmap_entry *bmes, unsigned int n,
+		       struct incfs_bf_span *span, bool random);
 void incfs_read_run(struct inode *inode, struct folio **folios,
 		    const struct incfs_blockmap_entry *bmes, unsigned int n,
 		    bool random);
@@ -251,6 +263,10 @@ void incfs_bf_close_readers(struct incfs_mount *mi);
 ssize_t incfs_bf_read_folios(struct incfs_mount *mi, struct folio **folios,
 			     unsigned int n, loff_t pos, bool random);
 void incfs_bf_forget_cached(struct incfs_mount *mi, loff_t start, loff_t end);
+bool incfs_bf_cached(struct incfs_mount *mi, loff_t pos, size_t len);
+void incfs_bf_span_add(struct incfs_mount *mi, struct incfs_bf_span *span,
+		       loff_t pos, size_t len);
+void incfs_bf_span_end(struct incfs_mount *mi, struct incfs_bf_span *span);
 bool incfs_bf_can_read_direct(struct incfs_mount *mi, loff_t pos,
 			      unsigned int n);
 ssize_t incfs_bf_read_direct_async(struct incfs_mount *mi,

@@ -373,99 +373,109 @@ static const struct file_operations incfs_file_fops = {
 	.splice_read	= incfs_splice_read,
 };
 
-static int fill_folio(struct inode *inode, struct folio *folio,
-		      enum incfs_wait how, void *scratch, bool random)
+/*
+ * Page faults, or a page readahead did not bring: one block, waited for
+ * killably (an error here is SIGBUS).
+ */
+static int incfs_read_folio(struct file *file, struct folio *folio)
 {
+	struct inode *inode = folio->mapping->host;
 	struct incfs_blockmap_entry bme;
 	int err;
 
 	do {
-		err = incfs_wait_block(incfs_node(inode), folio->index, how,
-				       &bme);
+		err = incfs_wait_block(incfs_node(inode), folio->index,
+				       INCFS_WAIT_KILLABLE, &bme);
 		if (err)
-			return err;
-		err = incfs_read_block(inode, folio->index, &bme, folio,
-				       scratch, random, how == INCFS_NOWAIT);
+			break;
+		err = incfs_read_block(inode, folio->index, &bme, folio);
 		/* A torn entry: the block is absent now; wait for it. */
 	} while (err == INCFS_BLOCK_FORGOTTEN);
 	if (!err)
 		folio_mark_uptodate(folio);
-	return err;
-}
-
-static int incfs_read_folio(struct file *file, struct folio *folio)
-{
-	/* Page faults, or the page readahead did not bring: one block. */
-	int err = fill_folio(folio->mapping->host, folio, INCFS_WAIT_KILLABLE,
-			     NULL, true);
-
 	folio_unlock(folio);
 	return err;
 }
 
-/* Can block @index join a run read in one go? */
-static bool runnable(struct incfs_node *node, u32 index,
-		     const struct incfs_blockmap_entry *bme)
+/*
+ * Readahead reads its blocks in groups, each with one read: runs of full
+ * uncompressed blocks stored back to back (whole pages, read directly
+ * where the backing filesystem allows), and blocks that are not whole
+ * pages (LZ4 blocks, a tail) stored back to back.
+ */
+struct ra_group {
+	struct folio *folios[INCFS_READ_RUN];
+	struct incfs_blockmap_entry bmes[INCFS_READ_RUN];
+	unsigned int n;
+	bool packed;		/* not whole pages */
+};
+
+/* Is @bme's block one of whole pages?  Else it is packed. */
+static bool whole_page(struct incfs_node *node, u32 index,
+		       const struct incfs_blockmap_entry *bme)
 {
 	return !(le16_to_cpu(bme->me_flags) & INCFS_BLOCK_COMPRESSED_LZ4) &&
 	       incfs_block_len(node->size, index) == PAGE_SIZE;
 }
 
-static bool joins_run(struct incfs_node *node, u32 index,
-		      const struct incfs_blockmap_entry *bme,
-		      const struct incfs_blockmap_entry *bmes, unsigned int n)
+static bool joins_group(struct incfs_node *node, u32 index,
+			const struct incfs_blockmap_entry *bme,
+			const struct ra_group *g)
 {
-	return n < INCFS_READ_RUN && runnable(node, index, bme) &&
-	       incfs_bme_offset(bme) ==
-	       incfs_bme_offset(&bmes[n - 1]) + PAGE_SIZE;
+	const struct incfs_blockmap_entry *last = &g->bmes[g->n - 1];
+	size_t step = g->packed ? le16_to_cpu(last->me_data_size) : PAGE_SIZE;
+
+	return g->n < INCFS_READ_RUN &&
+	       whole_page(node, index, bme) != g->packed &&
+	       incfs_bme_offset(bme) == incfs_bme_offset(last) + step;
 }
 
-static void end_run(struct inode *inode, struct folio **run,
-		    const struct incfs_blockmap_entry *bmes, unsigned int n,
-		    bool random)
+static void end_group(struct inode *inode, struct ra_group *g,
+		      struct incfs_bf_span *span, bool random)
 {
-	if (n)
-		incfs_read_run(inode, run, bmes, n, random);
+	if (g->n && g->packed)
+		incfs_read_packed(inode, g->folios, g->bmes, g->n, span, random);
+	else if (g->n)
+		incfs_read_run(inode, g->folios, g->bmes, g->n, random);
+	g->n = 0;
 }
 
 /*
  * Readahead never waits: it fills the window up to the first absent
  * block, and the core drops the rest.  Only the page a reader actually
- * needs waits, in read_folio().  Full uncompressed blocks stored back to
- * back are read with one read.
+ * needs waits, in read_folio().  The backing file's pages read through its
+ * page cache for packed groups are dropped after the last (@span).
  */
 static void incfs_readahead(struct readahead_control *rac)
 {
 	struct inode *inode = rac->mapping->host;
 	struct incfs_node *node = incfs_node(inode);
-	struct incfs_blockmap_entry bmes[INCFS_READ_RUN], bme;
-	struct folio *run[INCFS_READ_RUN], *folio;
 	bool random = rac->file && (rac->file->f_mode & FMODE_RANDOM);
-	unsigned int n = 0;
-	void *scratch = NULL;
+	struct incfs_bf_span span = {};
+	struct incfs_blockmap_entry bme;
+	struct ra_group *g;
+	struct folio *folio;
 
+	/* About 700 bytes: not on the stack of a page fault's readahead. */
+	g = kmalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		return;	/* the core unlocks the folios; read_folio() reads them */
+	g->n = 0;
 	while ((folio = readahead_folio(rac))) {
 		if (incfs_wait_block(node, folio->index, INCFS_NOWAIT, &bme)) {
 			folio_unlock(folio);
 			break;
 		}
-		if (n && !joins_run(node, folio->index, &bme, bmes, n)) {
-			end_run(inode, run, bmes, n, random);
-			n = 0;
-		}
-		if (runnable(node, folio->index, &bme)) {
-			run[n] = folio;
-			bmes[n++] = bme;
-			continue;
-		}
-		if (!scratch)
-			scratch = kmalloc(INCFS_DATA_FILE_BLOCK_SIZE, GFP_KERNEL);
-		if (scratch)
-			fill_folio(inode, folio, INCFS_NOWAIT, scratch, random);
-		folio_unlock(folio);
+		if (g->n && !joins_group(node, folio->index, &bme, g))
+			end_group(inode, g, &span, random);
+		if (!g->n)
+			g->packed = !whole_page(node, folio->index, &bme);
+		g->folios[g->n] = folio;
+		g->bmes[g->n++] = bme;
 	}
-	end_run(inode, run, bmes, n, random);
-	kfree(scratch);
+	end_group(inode, g, &span, random);
+	incfs_bf_span_end(node->mi, &span);
+	kfree(g);
 }
 
 static const struct address_space_operations incfs_aops = {

@@ -236,6 +236,187 @@ TEST_F(cache, reads_leave_the_backing_files_atime_alone)
 		       (long long)before.st_atim.tv_sec, (long long)after.st_atim.tv_sec);
 }
 
+/* ===== one copy, however the image was filled ===== */
+
+#define IMAGE_BLOCKS	2048		/* 8 MiB and a tail, per file */
+#define IMAGE_TOOL	"/bin/incfs-image"
+
+/*
+ * A file of the image tests: plain (random bytes) or mixed (its first half
+ * compressible, then random), IMAGE_BLOCKS blocks and a 100-byte tail.
+ */
+static unsigned char *image_content(struct incfs_file *f, bool mixed, __u64 seed)
+{
+	struct incfs_file gen = { .size = (__u64)IMAGE_BLOCKS * INCFS_BS + 100, .seed = seed };
+	unsigned char *buf = malloc(gen.size + INCFS_BS);
+
+	if (!buf)
+		return NULL;
+	for (__u32 b = 0; b <= IMAGE_BLOCKS; b++) {
+		gen.compressible = mixed && b < IMAGE_BLOCKS / 2;
+		incfs_block_content(&gen, b, buf + (size_t)b * INCFS_BS);
+	}
+	memset(f, 0, sizeof(*f));
+	f->size = gen.size;
+	f->content = buf;
+	return buf;
+}
+
+/* Bytes of a blockmap entry on disk (format.h). */
+#define BME_SIZE	14
+
+/*
+ * Pages the backing file may keep cached once a file of the image tests
+ * was read: the superblock and records, the blockmaps of both files (the
+ * mount's scan reads them) and their tails' pages.  Not one page of data
+ * more, LZ4 blocks included.
+ */
+#define IMAGE_BACKING_PAGES \
+	(METADATA_PAGES + 2 * ((IMAGE_BLOCKS + 1) * BME_SIZE / INCFS_BS + 2 + 1))
+
+/* Run incfs-image create [--lz4] --force src image; its exit status, or -1. */
+static int image_create(const char *src, const char *image, bool lz4)
+{
+	char *argv[] = { IMAGE_TOOL, "create", "--force", (char *)src, (char *)image, NULL,
+			 NULL };
+	int status;
+	pid_t pid;
+
+	if (lz4) {
+		memmove(&argv[3], &argv[2], 3 * sizeof(*argv));
+		argv[2] = "--lz4";
+	}
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		execv(IMAGE_TOOL, argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Write path from f's content. */
+static int write_source(const char *path, const struct incfs_file *f)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, f->content, f->size);
+	close(fd);
+	return n == (ssize_t)f->size ? 0 : -EIO;
+}
+
+/*
+ * With no page of either file cached, mount m, read both files whole, then
+ * random blocks: incfs holds every page, the backing file no more than
+ * IMAGE_BACKING_PAGES.
+ */
+static void check_one_copy(struct __test_metadata *_metadata, struct incfs_mnt *m,
+			   const struct incfs_file *files)
+{
+	static const char *const names[] = { "plain", "mixed" };
+
+	ASSERT_EQ(0, forget_cached_pages());
+	ASSERT_EQ(0, incfs_mount(m, TIMEOUT_MS)) TH_LOG("%s", incfs_err);
+	for (int i = 0; i < 2; i++) {
+		const struct incfs_file *f = &files[i];
+		const char *path = incfs_path(m, names[i]);
+		long allowed = IMAGE_BACKING_PAGES;
+		long got;
+		int fd = open(path, O_RDONLY);
+
+		ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
+		EXPECT_EQ(0, incfs_check_read_all(fd, f, 1 << 20)) TH_LOG("%s: %s", path, incfs_err);
+		EXPECT_EQ(incfs_nblocks(f->size), resident(path, f->size));
+		got = backing_resident(m);
+		ksft_print_msg("%s, %s read whole: %ld pages of the backing file cached, %ld allowed\n",
+			       _metadata->name, names[i], got, allowed);
+		EXPECT_GE(allowed, got)
+			TH_LOG("%s read whole: %ld pages of the backing file cached, %ld allowed",
+			       names[i], got, allowed);
+		/* Read again at random from the disk. */
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM));
+		for (__u32 b = 1; b < incfs_nblocks(f->size); b += 13)
+			ASSERT_EQ(0, incfs_check_block(fd, f, b)) TH_LOG("%s: %s", path, incfs_err);
+		got = backing_resident(m);
+		ksft_print_msg("%s, %s read at random: %ld pages of the backing file cached\n",
+			       _metadata->name, names[i], got);
+		EXPECT_GE(allowed, got)
+			TH_LOG("%s read at random: %ld pages of the backing file cached, %ld allowed",
+			       names[i], got, allowed);
+		close(fd);
+		ASSERT_EQ(0, forget_cached_pages());
+	}
+}
+
+/* The two files written by incfs-image create, with --lz4 or not. */
+static void check_created_image(struct __test_metadata *_metadata, struct incfs_mnt *m,
+				bool lz4)
+{
+	struct incfs_file files[2];
+	unsigned char *bufs[2];
+	char src[PATH_MAX], path[PATH_MAX + 8];
+
+	bufs[0] = image_content(&files[0], false, 1);
+	bufs[1] = image_content(&files[1], true, 2);
+	ASSERT_TRUE(bufs[0] && bufs[1]);
+	snprintf(src, sizeof(src), "/tmp/incfs-cache-src.%d", getpid());
+	ASSERT_EQ(0, mkdir(src, 0755));
+	snprintf(path, sizeof(path), "%s/plain", src);
+	ASSERT_EQ(0, write_source(path, &files[0]));
+	snprintf(path, sizeof(path), "%s/mixed", src);
+	ASSERT_EQ(0, write_source(path, &files[1]));
+	ASSERT_EQ(0, incfs_umount(m)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, image_create(src, m->backing, lz4));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/plain", src);
+	unlink(path);
+	rmdir(src);
+	check_one_copy(_metadata, m, files);
+	free(bufs[0]);
+	free(bufs[1]);
+}
+
+TEST_F(cache, an_image_from_incfs_image_create_caches_one_copy)
+{
+	check_created_image(_metadata, &self->m, false);
+}
+
+TEST_F(cache, an_lz4_image_from_incfs_image_create_caches_one_copy)
+{
+	check_created_image(_metadata, &self->m, true);
+}
+
+/* Delivered through .cmd (LZ4 for the mixed file's odd blocks), remounted. */
+TEST_F(cache, a_remounted_image_filled_through_cmd_caches_one_copy)
+{
+	struct incfs_file files[2];
+	unsigned char *bufs[2];
+	__u64 ino;
+
+	bufs[0] = image_content(&files[0], false, 3);
+	bufs[1] = image_content(&files[1], true, 4);
+	ASSERT_TRUE(bufs[0] && bufs[1]);
+	ASSERT_EQ(0, incfs_make(self->m.cmd, INCFS_ROOT_INODE, "plain", S_IFREG | 0555,
+				files[0].size, &ino));
+	files[0].ino = ino;
+	ASSERT_EQ(0, incfs_send_all(self->m.cmd, &files[0], INCFS_SEND_NONE)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, incfs_make(self->m.cmd, INCFS_ROOT_INODE, "mixed", S_IFREG | 0555,
+				files[1].size, &ino));
+	files[1].ino = ino;
+	ASSERT_EQ(0, incfs_send_all(self->m.cmd, &files[1], INCFS_SEND_MIXED)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, incfs_umount(&self->m)) TH_LOG("%s", incfs_err);
+	check_one_copy(_metadata, &self->m, files);
+	free(bufs[0]);
+	free(bufs[1]);
+}
+
 /* The offset of needle (len bytes) in the file at path, or -1. */
 static off_t find_bytes(const char *path, const void *needle, size_t len)
 {
