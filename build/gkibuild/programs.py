@@ -6,10 +6,15 @@ static, against a variant's UAPI headers) or for the build machine.
 KINDS is the declaration the build, the host tests and the READMEs go by:
 
   kind        found in                                           targets
-  suites      qemu/suites/, vendor_modules/*/tests/              guest
+  suites      qemu/tests/, vendor_modules/*/tests/               guest
   bench       qemu/bench/, vendor_modules/*/bench/               guest
   tools       qemu/tools/NAME/, vendor_modules/*/tools/NAME/     guest, host
-  host-tests  vendor_modules/*/tools/tests/test_*.c              host-asan
+  host-tests  qemu/tools/tests/, vendor_modules/*/tools/tests/   host-asan
+
+A tests/ folder holds the tests of the folder it is in, and a file's name
+says its kind (BUILD.md, "Where tests live"): test_*.py a Python unittest
+module, test_*.c a host C test, *_kunit.c a KUnit test that the module's
+Kbuild builds, any other .c file or executable script a guest suite.
 
 and each Target's command line is made in one place, Target.command();
 `./build/gki programs [NAME]...` prints them (listing()).
@@ -113,19 +118,20 @@ def guest_folder(layout: Layout, kind: str, v: Variant) -> Path:
 
 
 def discover(layout: Layout, kind: str) -> list[Program]:
-	"""Programs of a kind: 'suites' (qemu/suites/ and each vendor module's
-	tests/), 'bench' (qemu/bench/ and each vendor's bench/): one program
-	per .c file or executable script; 'tools' (qemu/tools/<name>/ and each
-	vendor's tools/<name>/): one program per folder (see _tools);
-	'host-tests': one per tools/tests/test_*.c (see _host_tests)."""
+	"""Programs of a kind: 'suites' (qemu/tests/ and each vendor module's
+	tests/, but their host C tests and KUnit tests), 'bench' (qemu/bench/
+	and each vendor's bench/): one program per .c file or executable
+	script; 'tools' (qemu/tools/<name>/ and each vendor's tools/<name>/):
+	one program per folder (see _tools); 'host-tests': one per
+	tools/tests/test_*.c (see _host_tests)."""
 	if kind not in KINDS:
 		raise GkiError(f'no kind of program named {kind}')
 	if kind == 'tools':
 		return _tools(layout)
 	if kind == 'host-tests':
 		return _host_tests(layout)
-	dirs = [layout.qemu / kind]
 	sub = 'tests' if kind == 'suites' else kind
+	dirs = [layout.qemu / sub]
 	if layout.vendor_modules.is_dir():
 		dirs += sorted(d / sub for d in layout.vendor_modules.iterdir())
 	progs = []
@@ -133,15 +139,30 @@ def discover(layout: Layout, kind: str) -> list[Program]:
 		if not d.is_dir():
 			continue
 		for p in sorted(d.iterdir()):
-			if p.suffix == '.c':
-				progs.append(Program(p.stem, (p,)))
-			elif p.is_file() and os.access(p, os.X_OK):
-				progs.append(Program(p.name, (p,)))
+			if test_kind(p) not in ('guest suite', 'guest program'):
+				continue
+			progs.append(Program(p.stem if p.suffix == '.c' else p.name, (p,)))
 	names = [p.name for p in progs]
 	dups = sorted({n for n in names if names.count(n) > 1})
 	if dups:
 		raise GkiError(f'guest programs with the same name: {", ".join(dups)}')
 	return progs
+
+
+def test_kind(p: Path) -> str | None:
+	"""What a file of a tests/ (or bench/) folder is, by its name:
+	'python', 'host C test', 'KUnit', 'guest suite' (a .c file or an
+	executable script of tests/), 'guest program' (of bench/); None
+	for anything else (headers, data)."""
+	if p.name.startswith('test_') and p.suffix == '.py':
+		return 'python'
+	if p.name.startswith('test_') and p.suffix == '.c':
+		return 'host C test'
+	if p.name.endswith('_kunit.c'):
+		return 'KUnit'
+	if p.suffix == '.c' or (p.is_file() and os.access(p, os.X_OK)):
+		return 'guest suite' if p.parent.name == 'tests' else 'guest program'
+	return None
 
 
 def tool_dirs(layout: Layout) -> list[Path]:

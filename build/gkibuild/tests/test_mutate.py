@@ -32,7 +32,7 @@ class ListTest(unittest.TestCase):
 		self.layout = Layout(top, top / 'out')
 		files = {'tool/mod.py': 'LIMIT = 10\nTWICE = 1\nTWICE = 1\n',
 			 'tool/tests/test_mod.py': '',
-			 'qemu/suites/quick.c': '',
+			 'qemu/tests/quick.c': '',
 			 'vendor_modules/v/code.c': 'if (n >= LIMIT)\n',
 			 'vendor_modules/v/tests/v_suite.c': ''}
 		for rel, text in files.items():

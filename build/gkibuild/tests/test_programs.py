@@ -20,12 +20,13 @@ class ProgramsTest(unittest.TestCase):
 		self.addCleanup(tmp.cleanup)
 		self.top = Path(tmp.name)
 		self.layout = Layout(self.top, self.top / 'out')
-		for rel in ('qemu/suites/boot_smoke.c', 'qemu/bench/read_bench.c',
+		for rel in ('qemu/tests/boot_smoke.c', 'qemu/bench/read_bench.c',
 			    'qemu/tools/showmap/showmap.c',
 			    'vendor_modules/v/include/uapi/linux/v.h', 'vendor_modules/v/tests/v_basic.c',
 			    'vendor_modules/v/tools/v-image/main.c', 'vendor_modules/v/tools/v-image/io.c',
 			    'vendor_modules/v/tools/lib/v_format.c', 'vendor_modules/v/tools/lib/v_format.h',
-			    'vendor_modules/v/tools/tests/test_v_format.c'):
+			    'vendor_modules/v/tools/tests/test_v_format.c',
+			    'vendor_modules/v/tests/v_format_kunit.c', 'vendor_modules/v/tests/v_test.h'):
 			(self.top / rel).parent.mkdir(parents=True, exist_ok=True)
 			(self.top / rel).write_text('')
 
@@ -41,6 +42,45 @@ class ProgramsTest(unittest.TestCase):
 		with self.assertRaisesRegex(GkiError, 'no kind of program named sweets'):
 			programs.discover(self.layout, 'sweets')
 
+	def test_a_files_name_says_its_kind(self):
+		kinds = {rel: programs.test_kind(Path(rel)) for rel in (
+			'build/gkibuild/tests/test_kmi.py', 'qemu/tools/tests/test_log_writes.c',
+			'vendor_modules/incfs/tests/format_kunit.c', 'qemu/tests/boot_smoke.c',
+			'qemu/bench/read_bench.c', 'vendor_modules/incfs/tests/incfs_test.h')}
+		self.assertEqual({
+			'build/gkibuild/tests/test_kmi.py': 'python',
+			'qemu/tools/tests/test_log_writes.c': 'host C test',
+			'vendor_modules/incfs/tests/format_kunit.c': 'KUnit',
+			'qemu/tests/boot_smoke.c': 'guest suite',
+			'qemu/bench/read_bench.c': 'guest program',
+			'vendor_modules/incfs/tests/incfs_test.h': None}, kinds)
+
+	def test_the_tree_follows_the_rule(self):
+		"""Every test is where its kind lives (BUILD.md, "Where tests
+		live"): Python tests beside their package, host C tests in a
+		tools/tests/, KUnit and guest suites in a module's (or qemu/'s)
+		tests/."""
+		top = Path(__file__).resolve().parents[3]
+		where = {'python': ('build/gkibuild/tests', 'qemu/gkiqemu/tests',
+				    'qemu/tools/*/tests'),
+			 'host C test': ('qemu/tools/tests', 'vendor_modules/*/tools/tests'),
+			 'KUnit': ('vendor_modules/*/tests',),
+			 'guest suite': ('qemu/tests', 'vendor_modules/*/tests')}
+		found = 0
+		dirs = sorted(d for sub in top.iterdir() if sub.is_dir() and sub.name not in
+			      ('out', '.git') for d in sub.glob('**/tests'))
+		for d in dirs:
+			rel = d.relative_to(top)
+			for f in sorted(d.iterdir()):
+				kind = programs.test_kind(f)
+				if kind is None:
+					continue
+				found += 1
+				with self.subTest(file=str(f.relative_to(top))):
+					self.assertTrue(any(rel.match(p) for p in where[kind]), kind)
+		self.assertLess(50, found)
+		self.assertFalse(list(top.glob('vendor_modules/*/*_kunit.c')))
+
 	def test_a_tool_and_a_host_test_take_their_library(self):
 		tools = {p.name: p.srcs for p in programs.discover(self.layout, 'tools')}
 		lib = self.top / 'vendor_modules/v/tools/lib/v_format.c'
@@ -51,7 +91,7 @@ class ProgramsTest(unittest.TestCase):
 				 test.srcs)
 
 	def test_guest_suite_command(self):
-		suite = self.top / 'qemu/suites/boot_smoke.c'
+		suite = self.top / 'qemu/tests/boot_smoke.c'
 		uapi = self.top / 'out/release/obj/uapi/include'
 		out, dep = Path('/o/boot_smoke'), Path('/o/boot_smoke.d')
 		lz4 = self.top / 'out/guest-pkgs/liblz4-dev/usr'

@@ -120,7 +120,7 @@ class KtapTest(unittest.TestCase):
 		self.assertIsNone(ktap.parse('[    0.1] Booting Linux\nKernel panic\n'))
 
 	def test_kunit_nesting(self):
-		# qemu/suites/kunit: module, suite, case, parameterised case.
+		# qemu/tests/kunit: module, suite, case, parameterised case.
 		self.assertEqual([('kunit: fmt_test: fmt: encode: case 0', S.PASS),
 				  ('kunit: fmt_test: fmt: encode: case 1', S.FAIL),
 				  ('kunit: fmt_test: fmt: decode', S.PASS),

@@ -8,9 +8,9 @@
 #include <kunit/test.h>
 #include <linux/module.h>
 
-#include "format.c"
-#include "name_rules.c"
-#include "tree.c"
+#include "../format.c"
+#include "../name_rules.c"
+#include "../tree.c"
 
 int incfs_bf_append_md(struct incfs_mount *mi, union incfs_md_record *rec)
 {

@@ -13,9 +13,9 @@
 #include <linux/module.h>
 #include <linux/stat.h>
 
-#include "format.c"
-#include "incfs.h"
-#include "name_rules.c"
+#include "../format.c"
+#include "../incfs.h"
+#include "../name_rules.c"
 
 #define IMG_CAP		(32 * 1024)
 #define IMG_MAX_RECS	16
