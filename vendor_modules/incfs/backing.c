@@ -117,7 +117,9 @@ bool incfs_bf_can_read_direct(struct incfs_mount *mi, loff_t pos,
  * Start a direct read of @n whole blocks from @pos into @bv, for which
  * incfs_bf_can_read_direct() said yes.  Returns -EIOCBQUEUED when @done
  * will be called with the result, or the result (bytes read or an errno)
- * when the read ended at once.
+ * when the read ended at once.  The read is checked as any read of the
+ * backing file is (rw_verify_area(): the LSMs, fanotify's permission
+ * events), by vfs_iocb_iter_read().
  */
 ssize_t incfs_bf_read_direct_async(struct incfs_mount *mi,
 				   struct kiocb *iocb, struct bio_vec *bv,
@@ -133,7 +135,7 @@ ssize_t incfs_bf_read_direct_async(struct incfs_mount *mi,
 	iocb->ki_complete = done;
 	iov_iter_bvec(&iter, ITER_DEST, bv, n, (size_t)n * PAGE_SIZE);
 	old = override_creds(mi->cred);
-	ret = mi->bf_direct->f_op->read_iter(iocb, &iter);
+	ret = vfs_iocb_iter_read(mi->bf_direct, iocb, &iter);
 	revert_creds(old);
 	return ret;
 }

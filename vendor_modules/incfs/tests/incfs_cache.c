@@ -9,10 +9,14 @@
  * read at once after delivery, LZ4 blocks and a file's tail, which take
  * other paths, read right too.  A direct read ends on a per-CPU,
  * high-priority queue with a rescuer.  incfs's own reads leave the backing
- * file's access time alone.
+ * file's access time alone, and are checked as reads of the backing file
+ * (fanotify's permission events).
  */
+#include <poll.h>
+#include <sys/fanotify.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 
 #include "incfs_test.h"
 #include "kselftest_harness.h"
@@ -234,6 +238,98 @@ TEST_F(cache, reads_leave_the_backing_files_atime_alone)
 	EXPECT_EQ(before.st_atim.tv_sec, after.st_atim.tv_sec)
 		TH_LOG("the backing file's atime moved from %lld to %lld",
 		       (long long)before.st_atim.tv_sec, (long long)after.st_atim.tv_sec);
+}
+
+/*
+ * Answer every fanotify permission event on fan with response until child
+ * exits (its wait status in *status); returns the number of access
+ * permission events answered, or -1 (the child killed after 30 s).
+ */
+static int answer_until_exit(int fan, pid_t child, __u32 response, int *status)
+{
+	struct fanotify_event_metadata buf[64], *e;
+	int answered = 0;
+
+	for (int ms = 0; ms < 30000; ms += 10) {
+		struct pollfd p = { .fd = fan, .events = POLLIN };
+		ssize_t len;
+
+		if (waitpid(child, status, WNOHANG) == child)
+			return answered;
+		if (poll(&p, 1, 10) <= 0)
+			continue;
+		len = read(fan, buf, sizeof(buf));
+		if (len <= 0)
+			break;
+		for (e = buf; FAN_EVENT_OK(e, len); e = FAN_EVENT_NEXT(e, len)) {
+			struct fanotify_response r = { .fd = e->fd, .response = response };
+
+			if (e->fd < 0)
+				continue;
+			if (write(fan, &r, sizeof(r)) != sizeof(r))
+				ms = 30000;
+			close(e->fd);
+			answered += !!(e->mask & FAN_ACCESS_PERM);
+		}
+	}
+	kill(child, SIGKILL);
+	waitpid(child, status, 0);
+	return -1;
+}
+
+/*
+ * A direct read of the backing file is checked as any read of it is
+ * (rw_verify_area()): a fanotify listener with a permission mark on the
+ * backing file is asked, and its refusal fails the incfs read.  The kernel
+ * decides at open whether a file's reads ask (file_set_fsnotify_mode()), so
+ * the mark comes first and incfs is mounted after it, its scan's reads
+ * allowed.
+ */
+TEST_F(cache, direct_reads_ask_the_backing_files_permission)
+{
+	unsigned char buf[INCFS_BS];
+	int fan, status, fd;
+	pid_t child;
+
+	self->fd = deliver(&self->m, &self->f, 64 * INCFS_BS, false, INCFS_SEND_NONE);
+	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, incfs_umount(&self->m)) TH_LOG("%s", incfs_err);
+	fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_LARGEFILE);
+	ASSERT_LE(0, fan) TH_LOG("fanotify_init: %s", strerror(errno));
+	ASSERT_EQ(0, fanotify_mark(fan, FAN_MARK_ADD, FAN_ACCESS_PERM, AT_FDCWD,
+				   self->m.backing));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child)
+		_exit(incfs_mount_file(self->m.dir, self->m.backing, TIMEOUT_MS) ? 1 : 0);
+	answer_until_exit(fan, child, FAN_ALLOW, &status);
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("the mount failed");
+	self->m.mounted = true;
+	ASSERT_EQ(0, forget_cached_pages());
+	fd = open(incfs_path(&self->m, "f"), O_RDONLY);
+	ASSERT_LE(0, fd);
+
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child)
+		_exit(pread(fd, buf, sizeof(buf), 0) < 0 ? 0 : 1);
+	EXPECT_LT(0, answer_until_exit(fan, child, FAN_DENY, &status))
+		TH_LOG("no permission event for a read from the disk");
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("a refused read succeeded");
+
+	/* Allowed, every block reads right. */
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child)
+		_exit(incfs_check_read_all(fd, &self->f, 65536) ? 1 : 0);
+	EXPECT_LT(0, answer_until_exit(fan, child, FAN_ALLOW, &status));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(fd);
+	close(fan);
 }
 
 /* ===== one copy, however the image was filled ===== */
