@@ -10,7 +10,7 @@
 # install would miss once Debian moves on.
 readonly DEPS_HOST=(
 	clang-19 lld-19 llvm-19 abigail-tools qemu-system-arm
-	lz4 ccache bc bison flex libelf-dev libssl-dev cpio e2fsprogs python3
+	lz4 ccache bc bison flex libelf-dev libssl-dev openssl cpio e2fsprogs python3
 	make patch rsync xz-utils kmod libc6-dev-arm64-cross libgcc-12-dev-arm64-cross
 	liblz4-dev libclang-rt-19-dev distcc
 )

@@ -35,6 +35,8 @@ ENVIRONMENT = (
 	 '~/.cache/gki-ccache)'),
 	('GKI_KMI_ENFORCED=0', 'report a KMI break without failing the build, for bring-up '
 	 'branches (default: 1)'),
+	('GKI_SIGNING_KEY', 'the PEM file (private key and certificate) the GKI modules are '
+	 'signed with (default: a throwaway key made once in out/keys/)'),
 	('CI', 'when set (CI=true): a host test that cannot run here (no root, no built tree) '
 	 'fails instead of being skipped'),
 )

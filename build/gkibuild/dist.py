@@ -32,9 +32,17 @@ def assemble(kernel: Kernel, headers: Path, ext: dict[ExtModule, list[Path]],
 	write_tarball(headers, 'include', tmp / 'kernel-uapi-headers.tar.gz', hidden=False)
 	kit.write(kernel.layout.src, obj, tmp / kit.TARBALL, kernel.env)
 
+	# The GKI modules as a device loads them: without debug info, and
+	# signed when the variant signs (signing.py); their debug info ships
+	# beside, in unstripped/gki/.
+	installed = kernel.install_modules(kernel.obj.parent / 'modinst')
+	whole = kernel.in_tree_modules()
 	mods = tmp / 'modules'
-	gkimodules.stage(kernel.in_tree_modules(), kernel.gki_modules(), manifest['kernel_release'],
-			 mods / 'gki')
+	gkimodules.stage([installed / ko.relative_to(obj) for ko in whole], kernel.gki_modules(),
+			 manifest['kernel_release'], mods / 'gki')
+	(tmp / 'unstripped' / 'gki').mkdir(parents=True)
+	for ko in whole:
+		shutil.copy2(ko, tmp / 'unstripped' / 'gki' / ko.name)
 	for mod, kos in ext.items():
 		if not kos:
 			continue	# not built for this variant (modules.wanted)

@@ -9,22 +9,26 @@ import os
 import shutil
 from pathlib import Path
 
-from gkibuild import genksyms_cache, gkimodules, kconfig, progress, toolchain, treesync
-from gkibuild.abi import kmi
+from gkibuild import genksyms_cache, gkimodules, kconfig, progress, signing, toolchain, treesync
+from gkibuild.abi import kmi, protected
 from gkibuild.layout import Layout, Variant
 from gkibuild.util import (
-	info, mtimes, rebuilt, run_logged, sha256_file, sha256_text, write_if_changed)
+	GkiError, info, mtimes, rebuilt, run_logged, sha256_file, sha256_text, write_if_changed)
 
 
 TOOLCHAIN_STAMP = 'gki-toolchain.json'
 
 
 class Kernel:
-	def __init__(self, layout: Layout, variant: Variant, env: dict[str, str], jobs: int):
+	def __init__(self, layout: Layout, variant: Variant, env: dict[str, str], jobs: int,
+		     signing_key: Path | None = None):
 		self.layout = layout
 		self.variant = variant
 		self.env = env
 		self.jobs = jobs
+		# The key the GKI modules are signed with (signing.py); None:
+		# the one the object folder has, else out/'s throwaway key.
+		self.signing_key = signing_key
 		self.obj = layout.obj(variant)
 		self.log = layout.log(variant, 'kernel')
 		self.rebuilt: list[str] = []	# objects the last build() wrote
@@ -99,6 +103,10 @@ class Kernel:
 		line follows make; a clean build records its object count as the
 		next clean build's expected total (progress.py)."""
 		kmi.write_whitelist(self.obj / kmi.WHITELIST, kmi_symbols)
+		if self.signs_modules():
+			self.install_signing_key()
+		if self.config('MODULE_SIG_PROTECT') == 'y':
+			self.install_protected_exports()
 		if genksyms_cache.ENV_DIR in self.env:
 			genksyms_cache.prune(Path(self.env[genksyms_cache.ENV_DIR]))
 		before = mtimes(self.obj, '.o')
@@ -132,10 +140,47 @@ class Kernel:
 			tmp.rename(dest)
 		return dest / 'include'
 
+	def config(self, name: str) -> str | None:
+		"""The value of CONFIG_<name> in .config (None: not set)."""
+		return kconfig.parse((self.obj / '.config').read_text()).get(f'CONFIG_{name}')
+
 	def trims_exports(self) -> bool:
 		"""Does this variant trim its exports to the KMI?"""
-		return kconfig.parse((self.obj / '.config').read_text()).get(
-			'CONFIG_TRIM_UNUSED_KSYMS') == 'y'
+		return self.config('TRIM_UNUSED_KSYMS') == 'y'
+
+	def signs_modules(self) -> bool:
+		"""Does this variant sign its modules as it installs them?"""
+		return self.config('MODULE_SIG_ALL') == 'y'
+
+	def install_signing_key(self) -> None:
+		"""Put the signing key where CONFIG_MODULE_SIG_KEY points: the
+		given key, else the one the object folder has (a scratch copy of
+		a built tree keeps its own), else out/'s throwaway key."""
+		if self.config('MODULE_SIG_KEY') != f'"{signing.KEY}"':
+			raise GkiError(f'{self.obj}/.config: CONFIG_MODULE_SIG_KEY must be '
+				       f'"{signing.KEY}", the key the build installs (signing.py)')
+		if self.signing_key:
+			signing.install(self.signing_key, self.obj)
+		elif not (self.obj / signing.KEY).exists():
+			signing.install(signing.key(self.layout.out), self.obj)
+
+	def install_protected_exports(self) -> None:
+		"""Put abi/'s protected exports where CONFIG_MODULE_SIG_PROTECT_LIST
+		points."""
+		if self.config('MODULE_SIG_PROTECT_LIST') != f'"{protected.INSTALLED}"':
+			raise GkiError(f'{self.obj}/.config: CONFIG_MODULE_SIG_PROTECT_LIST must be '
+				       f'"{protected.INSTALLED}", the list the build installs '
+				       '(abi/protected.py)')
+		protected.install(self.layout.abi / protected.FILE, self.obj)
+
+	def install_modules(self, dest: Path) -> Path:
+		"""kbuild's modules_install into dest: every in-tree module
+		without its debug info and, when the variant signs, signed.
+		Returns the folder that holds them as in the tree
+		(dest/lib/modules/<release>/kernel)."""
+		self.make('modules_install', extra=[f'INSTALL_MOD_PATH={dest}', 'INSTALL_MOD_STRIP=1',
+						    'DEPMOD=true'], what='modules_install')
+		return dest / 'lib' / 'modules' / self.release() / 'kernel'
 
 	def release(self) -> str:
 		return (self.obj / 'include' / 'config' / 'kernel.release').read_text().strip()

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from gkibuild import archive, cmdref, dist, distcc, modules, source, toolchain, tools
-from gkibuild.abi import gate, kmi
+from gkibuild import archive, cmdref, dist, distcc, modules, signing, source, toolchain, tools
+from gkibuild.abi import gate, kmi, protected
 from gkibuild.background import Background
 from gkibuild.kernel import Kernel, default_jobs
 from gkibuild.layout import VARIANTS, Layout, Variant, variants
@@ -30,11 +30,12 @@ ENFORCED_ENV = 'GKI_KMI_ENFORCED'
 
 def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bool,
 	  use_ccache: bool = True, abi_check: bool = True,
-	  distcc_hosts: str | None = None) -> dict[str, Path]:
+	  distcc_hosts: str | None = None, signing_key: Path | None = None) -> dict[str, Path]:
 	"""All stages for each variant; the release variant's KMI is checked
 	against the baseline in abi/ unless abi_check is off.  distcc_hosts
 	(default: $GKI_DISTCC_HOSTS) sends the compiles to a distcc farm;
-	jobs None: this machine's cores, or the farm's slots."""
+	jobs None: this machine's cores, or the farm's slots.  The modules
+	are signed with signing_key, by default signing.key()'s."""
 	timer = StageTimer()
 	enforced = kmi_enforced()
 	env = toolchain.hermetic_env(use_ccache)
@@ -60,6 +61,8 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 		with timer.stage(f'config-{v.name}', v.name):
 			k.check_toolchain(versions)
 			config_sha = k.configure()
+			if k.signs_modules():
+				k.signing_key = signing_key or signing.key(layout.out)
 		with timer.stage(f'kernel-{v.name}', v.name) as st:
 			k.build(kmi.union(lists))
 			st.note = f'{len(k.rebuilt)} objects rebuilt'
@@ -96,6 +99,8 @@ def build(layout: Layout, vs: list[Variant], jobs: int | None, accept_update: bo
 			gate.write_prop(dists[v.name], lists, enforced, manifest)
 		if v.name == 'release' and abi_check:
 			with timer.stage('abi-check', v.name):
+				protected.check(layout.abi / protected.FILE, protected.of_build(
+					k.obj / 'Module.symvers', k.gki_modules()))
 				res = gate.check(layout.abi, k.obj / 'vmlinux', k.obj / 'Module.symvers',
 						 lists, dists[v.name] / 'abi')
 			print(gate.summary(res), flush=True)
@@ -185,6 +190,9 @@ def cmd_abi(args: argparse.Namespace, layout: Layout) -> int:
 		    {'kernel_release': manifest['kernel_release'], 'source': manifest['source'],
 		     'toolchain': manifest['toolchain']}, dist / 'abi', args.accept_break,
 		    datetime.datetime.now(datetime.timezone.utc).date().isoformat())
+	# Written once the update is taken: a refused one leaves abi/ alone.
+	protected.write(layout.abi / protected.FILE, protected.of_build(
+		k.obj / 'Module.symvers', k.gki_modules()))
 	info(f'new ABI baseline in {layout.abi}; commit it with the symbol lists, using the '
 	     f'message in {dist / "abi" / gate.COMMIT_MSG}')
 	return 0
@@ -294,6 +302,7 @@ def cmd_repro(args: argparse.Namespace, layout: Layout) -> int:
 	compare.  With --distcc the second goes through the farm."""
 	import shutil
 	sums = []
+	key = signing.key(layout.out)	# both sign with one key (signing.py)
 	for name, farm in (('a', ''), ('b', args.distcc or '')):
 		sub = Layout(layout.top, layout.out / 'repro' / name)
 		shutil.rmtree(sub.out, ignore_errors=True)
@@ -302,7 +311,7 @@ def cmd_repro(args: argparse.Namespace, layout: Layout) -> int:
 		sub.out.mkdir(parents=True)
 		(sub.out / 'guest-pkgs').symlink_to(layout.out / 'guest-pkgs')
 		d = build(sub, variants('release'), args.jobs, args.accept_source_update,
-			  use_ccache=False, distcc_hosts=farm)['release']
+			  use_ccache=False, distcc_hosts=farm, signing_key=key)['release']
 		sums.append(shipped(d))
 	a, b = sums
 	dists = [layout.out / 'repro' / n / 'dist' for n in ('a', 'b')]

@@ -25,8 +25,10 @@ from gkibuild.scratch import copy, run_at_real_paths
 from gkibuild.util import sha256_file
 
 INPUTS = ('common', 'symbol_lists', 'vendor_modules')
-# Output folders a build reads besides the variant's own; copied whole.
-SHARED_OUT = ('host',)
+# Output folders a build reads besides the variant's own; copied whole:
+# the host tools, and the throwaway signing key (signing.py), without
+# which the copy would make its own and sign, and so build, otherwise.
+SHARED_OUT = ('host', 'keys')
 # A variant's folders that only a guest run uses (initramfs, scratch
 # disk): not copied, since the guest run `gki test` starts beside the host
 # tests may be rewriting them.

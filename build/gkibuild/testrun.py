@@ -18,7 +18,7 @@ import unittest
 from pathlib import Path
 from typing import Callable, Iterator, TextIO
 
-from gkibuild import programs, skips, toolchain, tools
+from gkibuild import programs, signing, skips, tools
 from gkibuild.background import Background
 from gkibuild.layout import Layout, Variant, test_root
 from gkibuild.util import GkiError, info
@@ -202,8 +202,7 @@ def initramfs_inputs(layout: Layout, v: Variant) -> initramfs.Inputs:
 	if not busybox.exists():
 		raise GkiError(f'{busybox} is missing; build/deps.sh unpacks it (run ./build/gki build)')
 	return initramfs.Inputs(busybox, layout.qemu / 'init',
-				layout.obj(v) / 'usr' / 'gen_init_cpio',
-				toolchain.LLVM_BIN / 'llvm-objcopy')
+				layout.obj(v) / 'usr' / 'gen_init_cpio')
 
 
 def prepare(layout: Layout, v: Variant, extra: list[Path],
@@ -233,8 +232,30 @@ def prepare(layout: Layout, v: Variant, extra: list[Path],
 		'test': [f'/tests/{p.name}' for p in suites] + [f'/tests/{p.name}' for p in extra],
 		'bench': [f'/tests/{p.name}' for p in bench],
 	}
-	return initramfs.write_cpio(initramfs_inputs(layout, v), gdir or layout.guest(v), v.name,
-				    layout.dist(v), tests, guest_tools, lists)
+	gdir = gdir or layout.guest(v)
+	return initramfs.write_cpio(initramfs_inputs(layout, v), gdir, v.name, layout.dist(v),
+				    tests, guest_tools, lists, signed_test_modules(layout, v, gdir))
+
+
+# Test modules the guest also gets signed with the variant's key, as
+# /data/<name>.signed.ko: qemu/tests/module_sig.c loads both copies.  Only
+# the harness signs them, never the dist: a release key must not sign a
+# module that exports a GKI module's symbols.
+SIGNED_TEST_MODULES = ('test_module/gki_protected_export.ko',)
+
+
+def signed_test_modules(layout: Layout, v: Variant, gdir: Path) -> dict[str, Path]:
+	"""/data name -> signed copy, when the variant signs its modules."""
+	obj = layout.obj(v)
+	if not (obj / signing.KEY).exists():
+		return {}
+	out = {}
+	for rel in SIGNED_TEST_MODULES:
+		ko = layout.dist(v) / 'modules' / 'test' / rel
+		if ko.exists():
+			name = ko.name.replace('.ko', '.signed.ko')
+			out[name] = signing.sign(obj, ko, gdir / 'signed' / name)
+	return out
 
 
 # A guest environment variable: the kernel hands a command-line word

@@ -28,32 +28,15 @@ class Inputs:
 	busybox: Path		# a static arm64 busybox
 	init: Path		# the guest's /init (qemu/init)
 	gen_init_cpio: Path	# the kernel tree's usr/gen_init_cpio
-	objcopy: Path		# llvm-objcopy, which strips the GKI modules
-
-
-def stripped(ko: Path, dest: Path, objcopy: Path) -> Path:
-	"""ko without its debug info, at dest (made again when ko is newer):
-	the GKI modules' DWARF, a hundred megabytes, would have every boot
-	unpack it into guest memory for nothing.  The dist keeps them whole."""
-	if dest.exists() and dest.stat().st_mtime_ns >= ko.stat().st_mtime_ns:
-		return dest
-	dest.parent.mkdir(parents=True, exist_ok=True)
-	tmp = dest.with_name(dest.name + '.tmp')
-	res = subprocess.run([str(objcopy), '--strip-debug', str(ko), str(tmp)],
-			     capture_output=True, text=True)
-	if res.returncode:
-		raise HarnessError(f'llvm-objcopy --strip-debug {ko} failed: {res.stderr.strip()}')
-	tmp.rename(dest)
-	return dest
 
 
 def write_cpio(inputs: Inputs, gdir: Path, variant: str, dist: Path,
 	       programs: dict[str, Path], tools: dict[str, Path],
-	       lists: dict[str, list[str]]) -> Path:
+	       lists: dict[str, list[str]], data: dict[str, Path] | None = None) -> Path:
 	"""Write the initramfs of the variant named variant, whose dist is
 	dist, with gen_init_cpio, in gdir: programs go to /tests, tools to
-	/bin; lists maps /etc/gki/<mode> to the command lines /init runs in
-	that mode."""
+	/bin, data (files the suites read) to /data; lists maps
+	/etc/gki/<mode> to the command lines /init runs in that mode."""
 	gdir.mkdir(parents=True, exist_ok=True)
 	spec = ['dir /dev 0755 0 0', 'nod /dev/console 0600 0 0 c 5 1']
 	spec += [f'dir /{d} 0755 0 0' for d in
@@ -69,16 +52,17 @@ def write_cpio(inputs: Inputs, gdir: Path, variant: str, dist: Path,
 		spec.append(f'file /tests/{name} {path} 0755 0 0')
 	for name, path in sorted(tools.items()):
 		spec.append(f'file /bin/{name} {path} 0755 0 0')
+	for name, path in sorted((data or {}).items()):
+		spec.append(f'file /data/{name} {path} 0644 0 0')
 
 	mods = dist / 'modules'
 	for d in sorted(p for p in mods.rglob('*') if p.is_dir()):
 		spec.append(f'dir /modules/{d.relative_to(mods)} 0755 0 0')
 	kos = sorted(mods.rglob('*.ko'))
+	# The GKI modules come without debug info, and signed: as the dist
+	# ships them (dist.py), which a strip here would unsign.
 	for ko in kos:
-		rel = ko.relative_to(mods)
-		src = (stripped(ko, gdir / 'stripped' / rel, inputs.objcopy) if rel.parts[0] == 'gki'
-		       else ko)
-		spec.append(f'file /modules/{rel} {src} 0644 0 0')
+		spec.append(f'file /modules/{ko.relative_to(mods)} {ko} 0644 0 0')
 	# depmod's files and the load orders: /init loads each vendor folder
 	# that has a modules.load at boot, as a device's init loads vendor_dlkm.
 	for f in sorted(p for p in mods.rglob('modules.*') if p.is_file()):

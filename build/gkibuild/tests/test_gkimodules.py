@@ -2,16 +2,19 @@
 """GKI modules: the list in common/, its check against the build, the load
 order, and the dist's modules/gki/ of the real release build."""
 
+import gzip
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
 
-from gkibuild import gkimodules
+from gkibuild import gkimodules, signing
 from gkibuild.layout import VARIANTS, Layout
 from gkibuild.tests import prereq
 from gkibuild.util import GkiError
 
 LAYOUT = Layout.default()
+SIG_MAGIC = b'~Module signature appended~\n'
 LISTED = ['lib/kunit/kunit.ko', 'net/wireless/cfg80211.ko', 'net/rfkill/rfkill.ko',
 	  'net/mac80211/mac80211.ko']
 
@@ -109,6 +112,37 @@ class DistTest(unittest.TestCase):
 		text = (self.dir / 'modules.alias').read_text()
 		self.assertTrue(text.startswith('# Aliases extracted from modules themselves.'),
 				text[:80])
+
+	def test_modules_ship_signed_by_the_builds_key_without_debug_info(self):
+		"""As a device loads them: modinfo names the build's certificate
+		as the signer; their debug info ships in unstripped/gki/."""
+		obj = LAYOUT.obj(VARIANTS['release'])
+		cert = subprocess.run(['openssl', 'x509', '-in', str(obj / signing.KEY), '-noout',
+				       '-subject', '-nameopt', 'multiline'],
+				      capture_output=True, text=True, check=True).stdout
+		unstripped = self.dir.parent.parent / 'unstripped' / 'gki'
+		kos = sorted(self.dir.glob('*.ko'))
+		self.assertEqual([p.name for p in kos], sorted(p.name for p in unstripped.glob('*.ko')))
+		for ko in kos:
+			with self.subTest(module=ko.name):
+				self.assertTrue(ko.read_bytes().endswith(SIG_MAGIC))
+				signer = subprocess.run(['modinfo', '-F', 'signer', str(ko)],
+							capture_output=True, text=True,
+							check=True).stdout.strip()
+				self.assertTrue(signer and signer in cert, (signer, cert))
+				self.assertNotIn(b'.debug_info', ko.read_bytes())
+				self.assertIn(b'.debug_info', (unstripped / ko.name).read_bytes())
+
+	def test_the_dist_holds_no_private_key(self):
+		"""The signing key stays under out/: not in the dist, and not in
+		the module kit."""
+		dist = self.dir.parent.parent
+		for f in sorted(p for p in dist.rglob('*') if p.is_file()):
+			data = f.read_bytes()
+			if f.name.endswith('.tar.gz'):
+				data = gzip.decompress(data)
+			with self.subTest(file=str(f.relative_to(dist))):
+				self.assertNotIn(b'PRIVATE KEY-----', data)
 
 
 if __name__ == '__main__':

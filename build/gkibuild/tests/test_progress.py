@@ -213,6 +213,8 @@ class KernelBuildTest(unittest.TestCase):
 		self.obj.mkdir(parents=True)
 		(self.obj / 'scripts' / 'kconfig').mkdir(parents=True)
 		(self.obj / 'scripts' / 'kconfig' / 'conf.o').write_text('host')
+		# A configured tree: build() reads which of its steps .config asks for.
+		(self.obj / '.config').write_text('CONFIG_MODULES=y\n')
 
 	def tearDown(self):
 		self.tmp.cleanup()
