@@ -109,8 +109,7 @@ bool incfs_bf_can_read_direct(struct incfs_mount *mi, loff_t pos,
 			      unsigned int n)
 {
 	return mi->bf_direct && PAGE_ALIGNED(pos) &&
-	       !filemap_range_has_page(mi->bf->f_mapping, pos,
-				       pos + (loff_t)n * PAGE_SIZE - 1);
+	       !incfs_bf_cached(mi, pos, (size_t)n * PAGE_SIZE);
 }
 
 /*

@@ -373,15 +373,14 @@ static unsigned char *image_content(struct incfs_file *f, bool mixed, __u64 seed
 /* Run incfs-image create [--lz4] --force src image; its exit status, or -1. */
 static int image_create(const char *src, const char *image, bool lz4)
 {
-	char *argv[] = { IMAGE_TOOL, "create", "--force", (char *)src, (char *)image, NULL,
-			 NULL };
-	int status;
+	char *argv[8] = { IMAGE_TOOL, "create", "--force" };
+	int argc = 3, status;
 	pid_t pid;
 
-	if (lz4) {
-		memmove(&argv[3], &argv[2], 3 * sizeof(*argv));
-		argv[2] = "--lz4";
-	}
+	if (lz4)
+		argv[argc++] = "--lz4";
+	argv[argc++] = (char *)src;
+	argv[argc++] = (char *)image;
 	pid = fork();
 	if (pid < 0)
 		return -1;
