@@ -92,6 +92,17 @@ class HarnessBootTest(unittest.TestCase):
 			      [(o.name, o.status) for o in tally.outcomes])
 		self.assertIn('killed: timeout of 3 s', b.console)
 
+	def test_a_suite_that_exits_non_zero_fails_though_its_cases_passed(self):
+		"""/init judges a suite by its exit status too: 0 passes, 4
+		skips, anything else fails, whatever KTAP it printed."""
+		b = self.boot_with(self.script('exits_1', KTAP_OK + 'exit 1\n'), 120, 60)
+		self.assertTrue(b.finished, b.console[-2000:])
+		tally = runner.Tally(io.StringIO())
+		runner.evaluate(RELEASE, [b], tally)
+		self.assertIn(('release: exits_1', ktap.Status.FAIL),
+			      [(o.name, o.status) for o in tally.outcomes])
+		self.assertIn('not ok 1 exits_1 # exit status 1', b.console)
+
 	def test_scratch_disk_that_does_not_mount_fails_the_run(self):
 		"""A disk that is there but holds no ext4: /init bails out of its
 		KTAP document instead of running suites that would skip."""
