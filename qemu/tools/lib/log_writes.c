@@ -323,10 +323,13 @@ void lw_log_free(struct lw_log *log)
 			free(log->entries[i].mark);
 	free(log->entries);
 	free(log->bounds);
+	free(log->tearable);
 	log->entries = NULL;
 	log->bounds = NULL;
+	log->tearable = NULL;
 	log->nr_entries = 0;
 	log->nr_bounds = 0;
+	log->nr_tearable = 0;
 }
 
 /* Has data in the log, that it writes to the target? */
@@ -339,6 +342,95 @@ bool lw_has_data(const struct lw_entry *e)
 bool lw_writes(const struct lw_entry *e)
 {
 	return !(e->flags & LW_MARK) && e->nr_sectors;
+}
+
+static const char *parse_u64(const char *s, uint64_t *v);
+
+static int cmp_ranges(const void *a, const void *b)
+{
+	const struct lw_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * Where writes may tear: @in (named @name in errors) has a line
+ * "START NR_SECTORS" per range, in 512-byte sectors, as --list writes
+ * them.  Sorted, overlapping and adjacent ranges merged.  An empty list
+ * means nowhere; without one, anywhere.
+ */
+int lw_set_tearable(struct lw_log *log, FILE *in, const char *name)
+{
+	struct lw_range *v = NULL, *bigger;
+	size_t n = 0, cap = 0, i, out;
+	unsigned int lineno = 0;
+	uint64_t start, nr;
+	const char *s;
+	char line[128];
+
+	while (fgets(line, sizeof(line), in)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(in))
+			goto bad;
+		s = parse_u64(line, &start);
+		if (s && *s == ' ')
+			s = parse_u64(s + 1, &nr);
+		else
+			s = NULL;
+		if (!s || (*s && *s != '\n') || !nr || start > UINT64_MAX / 512 - nr)
+			goto bad;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			bigger = realloc(v, cap * sizeof(*v));
+			if (!bigger) {
+				free(v);
+				return no_memory(log);
+			}
+			v = bigger;
+		}
+		v[n++] = (struct lw_range){ start * 512, (start + nr) * 512 };
+	}
+	if (ferror(in)) {
+		free(v);
+		return fail(log, LW_FAULT_INPUT, EIO, "%s: cannot be read", name);
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_ranges);
+	for (i = 1, out = 0; i < n; i++) {
+		if (v[i].start <= v[out].end)
+			v[out].end = v[i].end > v[out].end ? v[i].end : v[out].end;
+		else
+			v[++out] = v[i];
+	}
+	free(log->tearable);
+	log->tearable = v ? v : calloc(1, sizeof(*v));
+	log->nr_tearable = n ? out + 1 : 0;
+	return log->tearable ? 0 : no_memory(log);
+bad:
+	free(v);
+	return fail(log, LW_FAULT_INPUT, EINVAL,
+		    "%s:%u: expected START NR_SECTORS (512-byte sectors, NR_SECTORS > 0)",
+		    name, lineno);
+}
+
+/*
+ * May e tear: a data write of two log sectors or more, and, when the log
+ * has tearable ranges, wholly inside one of them.
+ */
+bool lw_tearable(const struct lw_log *log, const struct lw_entry *e)
+{
+	uint64_t start = e->sector * log->sectorsize;
+	uint64_t end = start + e->nr_sectors * log->sectorsize;
+	size_t i;
+
+	if (!lw_has_data(e) || e->nr_sectors < 2)
+		return false;
+	if (!log->tearable)
+		return true;
+	for (i = 0; i < log->nr_tearable; i++)
+		if (log->tearable[i].start <= start && end <= log->tearable[i].end)
+			return true;
+	return false;
 }
 
 /* The first flush boundary after p; nr_entries when there is none. */
@@ -465,7 +557,7 @@ static int spec_error(struct lw_log *log, const char *spec, const char *why)
 		    spec, strlen(spec) > 64 ? "..." : "", why);
 }
 
-/* "~T:first" or "~T:second" at s (after the '~'), into *torn. */
+/* "~T:first[@K]" or "~T:second[@K]" at s (after the '~'), into *torn. */
 static const char *parse_torn(const char *s, struct lw_pick *torn)
 {
 	s = parse_u64(s, &torn->index);
@@ -473,21 +565,31 @@ static const char *parse_torn(const char *s, struct lw_pick *torn)
 		return NULL;
 	if (!strncmp(s, "first", 5)) {
 		torn->part = LW_FIRST;
-		return s + 5;
-	}
-	if (!strncmp(s, "second", 6)) {
+		s += 5;
+	} else if (!strncmp(s, "second", 6)) {
 		torn->part = LW_SECOND;
-		return s + 6;
+		s += 6;
+	} else {
+		return NULL;
 	}
-	return NULL;
+	torn->at = 0;
+	if (*s == '@') {
+		s = parse_u64(s + 1, &torn->at);
+		if (s && !torn->at)
+			return NULL;
+	}
+	return s;
 }
 
-/* The syntax P[+I,J,...][~T:first|second]: whole picks, then the torn one. */
+/*
+ * The syntax P[+I,J,...][~T:first|second[@K]]: whole picks, then the torn
+ * one.
+ */
 static int parse_syntax(struct lw_log *log, const char *spec,
 			struct lw_point *pt, struct lw_pick *torn)
 {
 	const char *s = parse_u64(spec, &pt->prefix);
-	const char *expect = "expected P[+I,J,...][~T:first|second]";
+	const char *expect = "expected P[+I,J,...][~T:first|second[@K]]";
 	struct lw_pick *p;
 
 	if (s && *s == '+') {
@@ -500,10 +602,12 @@ static int parse_syntax(struct lw_log *log, const char *spec,
 				return spec_error(log, spec,
 						  "the entries after '+' must increase");
 			p->part = LW_WHOLE;
+			p->at = 0;
 			pt->nr_picks++;
 		} while (*s == ',');
 	}
 	torn->part = LW_WHOLE;
+	torn->at = 0;
 	if (s && *s == '~')
 		s = parse_torn(s + 1, torn);
 	if (!s || *s)
@@ -537,6 +641,9 @@ static int check_torn(struct lw_log *log, const char *spec,
 	if (!lw_has_data(e) || e->nr_sectors < 2)
 		return spec_error(log, spec,
 				  "the torn entry has fewer than 2 sectors of data");
+	if (torn->at >= e->nr_sectors)
+		return spec_error(log, spec,
+				  "the split is not inside the torn entry");
 	for (i = 0; i < pt->nr_picks; i++)
 		if (pt->picks[i].index == torn->index)
 			return spec_error(log, spec,
@@ -599,7 +706,7 @@ int lw_point_parse(struct lw_log *log, const char *spec, struct lw_point *pt)
 /* The spec of a point (malloc'd), or NULL when out of memory. */
 char *lw_point_str(const struct lw_point *pt)
 {
-	size_t size = (pt->nr_picks + 1) * 24 + 16, len, i;
+	size_t size = (pt->nr_picks + 1) * 24 + 40, len, i;
 	const struct lw_pick *p;
 	bool first = true;
 	char *s;
@@ -618,10 +725,14 @@ char *lw_point_str(const struct lw_point *pt)
 	}
 	for (i = 0; i < pt->nr_picks; i++) {
 		p = &pt->picks[i];
-		if (p->part != LW_WHOLE)
-			len += snprintf(s + len, size - len, "~%llu:%s",
-					(unsigned long long)p->index,
-					p->part == LW_FIRST ? "first" : "second");
+		if (p->part == LW_WHOLE)
+			continue;
+		len += snprintf(s + len, size - len, "~%llu:%s",
+				(unsigned long long)p->index,
+				p->part == LW_FIRST ? "first" : "second");
+		if (p->at)
+			len += snprintf(s + len, size - len, "@%llu",
+					(unsigned long long)p->at);
 	}
 	return s;
 }
@@ -639,6 +750,8 @@ int lw_point_cmp(const struct lw_point *a, const struct lw_point *b)
 		y = &b->picks[i];
 		if (x->index != y->index)
 			return x->index < y->index ? -1 : 1;
+		if (x->at != y->at)
+			return x->at < y->at ? -1 : 1;
 		if (x->part != y->part)
 			return x->part < y->part ? -1 : 1;
 	}
@@ -716,7 +829,7 @@ static int push_point(struct lw_points *pts, struct lw_point *pt)
 
 /* The point a + the selected entries, with d[torn] torn (torn < n). */
 static int push_sel(struct lw_points *pts, const struct interval *iv,
-		    size_t torn, enum lw_part part)
+		    size_t torn, enum lw_part part, uint64_t at)
 {
 	struct lw_point pt = { .prefix = iv->a };
 	size_t j;
@@ -728,7 +841,8 @@ static int push_sel(struct lw_points *pts, const struct interval *iv,
 		if (j != torn && !iv->sel[j])
 			continue;
 		pt.picks[pt.nr_picks].index = iv->d[j];
-		pt.picks[pt.nr_picks++].part = j == torn ? part : LW_WHOLE;
+		pt.picks[pt.nr_picks].part = j == torn ? part : LW_WHOLE;
+		pt.picks[pt.nr_picks++].at = j == torn ? at : 0;
 	}
 	if (push_point(pts, &pt)) {
 		free(pt.picks);
@@ -760,7 +874,7 @@ static int subsets(struct lw_points *pts, struct lw_rng *r,
 		for (mask = 1; !ret && mask < (1u << iv->n) - 1; mask++) {
 			for (j = 0; j < iv->n; j++)
 				iv->sel[j] = mask >> j & 1;
-			ret = push_sel(pts, iv, SIZE_MAX, LW_WHOLE);
+			ret = push_sel(pts, iv, SIZE_MAX, LW_WHOLE, 0);
 		}
 		return ret;
 	}
@@ -773,35 +887,41 @@ static int subsets(struct lw_points *pts, struct lw_rng *r,
 			iv->sel[0] = 1;
 			iv->sel[1] = 0;
 		}
-		ret = push_sel(pts, iv, SIZE_MAX, LW_WHOLE);
+		ret = push_sel(pts, iv, SIZE_MAX, LW_WHOLE, 0);
 	}
 	return ret;
 }
 
-/* Rule 3: a random subset with one write of 2 sectors or more torn. */
+/*
+ * Rule 3: a random subset with one write that may tear (lw_tearable())
+ * torn, at every sector: its first K sectors, and its sectors from K on,
+ * for each K from 1 to nr_sectors - 1 (the middle written without "@K").
+ */
 static int torn(struct lw_points *pts, struct lw_rng *r,
 		const struct lw_log *log, const struct interval *iv)
 {
 	const struct lw_entry *e;
 	size_t j, count = 0, t = SIZE_MAX;
-	uint64_t pick;
+	uint64_t pick, k, at;
 	int ret;
 
-	for (j = 0; j < iv->n; j++) {
-		e = &log->entries[iv->d[j]];
-		count += lw_has_data(e) && e->nr_sectors >= 2;
-	}
+	for (j = 0; j < iv->n; j++)
+		count += lw_tearable(log, &log->entries[iv->d[j]]);
 	if (!count)
 		return 0;
 	pick = rng_below(r, count);
-	for (j = 0; t == SIZE_MAX; j++) {
-		e = &log->entries[iv->d[j]];
-		if (lw_has_data(e) && e->nr_sectors >= 2 && !pick--)
+	for (j = 0; t == SIZE_MAX; j++)
+		if (lw_tearable(log, &log->entries[iv->d[j]]) && !pick--)
 			t = j;
-	}
 	random_sel(r, iv);
-	ret = push_sel(pts, iv, t, LW_FIRST);
-	return ret ? ret : push_sel(pts, iv, t, LW_SECOND);
+	e = &log->entries[iv->d[t]];
+	for (k = 1, ret = 0; !ret && k < e->nr_sectors; k++) {
+		at = k == e->nr_sectors / 2 ? 0 : k;
+		ret = push_sel(pts, iv, t, LW_FIRST, at);
+		if (!ret)
+			ret = push_sel(pts, iv, t, LW_SECOND, at);
+	}
+	return ret;
 }
 
 static int interval_points(struct lw_points *pts, struct lw_rng *r,
@@ -881,13 +1001,67 @@ int lw_points(struct lw_log *log, uint64_t seed, unsigned int k,
 }
 
 /*
+ * A point's weight in a sample: LW_WEIGHT, but the 2(n - 1) points that
+ * tear one write of n sectors at each of its sectors weigh as much as two
+ * points together, so that a sample keeps the mix of flush boundaries,
+ * subsets and torn writes whatever the writes' sizes.
+ */
+uint64_t lw_point_weight(const struct lw_log *log, const struct lw_point *pt)
+{
+	uint64_t n;
+	size_t i;
+
+	for (i = 0; i < pt->nr_picks; i++) {
+		if (pt->picks[i].part == LW_WHOLE)
+			continue;
+		n = log->entries[pt->picks[i].index].nr_sectors;
+		if (n <= 2)
+			return LW_WEIGHT;
+		return LW_WEIGHT / (n - 1) ? LW_WEIGHT / (n - 1) : 1;
+	}
+	return LW_WEIGHT;
+}
+
+/* The point whose weight spans u: cum[i] <= u < cum[i + 1]. */
+static size_t point_at(const uint64_t *cum, size_t m, uint64_t u)
+{
+	size_t lo = 0, hi = m;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cum[mid] <= u)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The kept-free point nearest i, among [0, m): one exists. */
+static size_t nearest_free(const uint8_t *keep, size_t m, size_t i)
+{
+	size_t d;
+
+	for (d = 0; ; d++) {
+		if (i + d < m && !keep[i + d])
+			return i + d;
+		if (d <= i && !keep[i - d])
+			return i - d;
+	}
+}
+
+/*
  * Keep n of the points: the last one (P = nr_entries), and one drawn from
- * each of n - 1 equal strata of the others; still in log order.
+ * each of n - 1 strata of equal weight (lw_point_weight()) of the others;
+ * a point drawn twice gives way to the nearest one not drawn.  Still in
+ * log order.
  */
 int lw_sample(struct lw_log *log, struct lw_points *pts, size_t n,
 	      uint64_t seed)
 {
-	size_t m = pts->len, s, i, lo, hi, out = 0;
+	size_t m = pts->len, s, i, out = 0;
+	uint64_t *cum, total, step, rem, lo, hi;
 	struct lw_rng r;
 	uint8_t *keep;
 
@@ -896,19 +1070,29 @@ int lw_sample(struct lw_log *log, struct lw_points *pts, size_t n,
 			    "a sample of no points");
 	if (n >= m)
 		return 0;
-	/* s * (m - 1) below must not overflow. */
+	/* rem * s below must not overflow. */
 	if (m > UINT32_MAX)
 		return fail(log, LW_FAULT_INPUT, E2BIG,
 			    "too many points to sample");
 	keep = calloc(m, 1);
-	if (!keep)
+	cum = calloc(m, sizeof(*cum));
+	if (!keep || !cum) {
+		free(keep);
+		free(cum);
 		return no_memory(log);
+	}
+	for (i = 0; i + 1 < m; i++)
+		cum[i + 1] = cum[i] + lw_point_weight(log, &pts->v[i]);
+	total = cum[m - 1];
+	step = total / (n - 1 ? n - 1 : 1);
+	rem = total % (n - 1 ? n - 1 : 1);
 	rng_seed(&r, seed, 1);
 	keep[m - 1] = 1;
 	for (s = 0; s + 1 < n; s++) {
-		lo = s * (m - 1) / (n - 1);
-		hi = (s + 1) * (m - 1) / (n - 1);
-		keep[lo + rng_below(&r, hi - lo)] = 1;
+		lo = step * s + rem * s / (n - 1);
+		hi = step * (s + 1) + rem * (s + 1) / (n - 1);
+		i = point_at(cum, m - 1, lo + rng_below(&r, hi - lo));
+		keep[keep[i] ? nearest_free(keep, m - 1, i) : i] = 1;
 	}
 	for (i = 0; i < m; i++) {
 		if (keep[i])
@@ -918,6 +1102,7 @@ int lw_sample(struct lw_log *log, struct lw_points *pts, size_t n,
 	}
 	pts->len = out;
 	free(keep);
+	free(cum);
 	return 0;
 }
 
@@ -1054,19 +1239,20 @@ static int copy_data(struct lw_log *log, const struct lw_entry *e, int dev_fd,
 	return 0;
 }
 
-/* Entry i, or half of it, onto dev: its data, a discard's zeroes. */
-static int apply(struct lw_log *log, uint64_t i, enum lw_part part,
-		 int dev_fd, bool blk, char *buf)
+/* Pick p, whole or torn, onto dev: its data, a discard's zeroes. */
+static int apply(struct lw_log *log, const struct lw_pick *p, int dev_fd,
+		 bool blk, char *buf)
 {
-	const struct lw_entry *e = &log->entries[i];
+	const struct lw_entry *e = &log->entries[p->index];
 	uint64_t first = 0, count = e->nr_sectors;
+	uint64_t split = p->at ? p->at : e->nr_sectors / 2;
 
 	if (!lw_writes(e))
 		return 0;
-	if (part == LW_FIRST) {
-		count = e->nr_sectors / 2;
-	} else if (part == LW_SECOND) {
-		first = e->nr_sectors / 2;
+	if (p->part == LW_FIRST) {
+		count = split;
+	} else if (p->part == LW_SECOND) {
+		first = split;
 		count = e->nr_sectors - first;
 	}
 	if (e->flags & LW_DISCARD)
@@ -1106,11 +1292,13 @@ int lw_replay(struct lw_log *log, const struct lw_point *pt, int dev_fd)
 	buf = malloc(CHUNK);
 	if (!buf)
 		return no_memory(log);
-	for (i = 0; !ret && i < pt->prefix; i++)
-		ret = apply(log, i, LW_WHOLE, dev_fd, blk, buf);
+	for (i = 0; !ret && i < pt->prefix; i++) {
+		struct lw_pick whole = { .index = i, .part = LW_WHOLE };
+
+		ret = apply(log, &whole, dev_fd, blk, buf);
+	}
 	for (i = 0; !ret && i < pt->nr_picks; i++)
-		ret = apply(log, pt->picks[i].index, pt->picks[i].part, dev_fd,
-			    blk, buf);
+		ret = apply(log, &pt->picks[i], dev_fd, blk, buf);
 	free(buf);
 	if (!ret && fsync(dev_fd))
 		ret = fail(log, LW_FAULT_TARGET, errno, "fsync of the target: %s",

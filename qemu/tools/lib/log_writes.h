@@ -72,6 +72,11 @@ struct lw_entry {
 	uint64_t prev_mark;	/* the last mark at or before it, or LW_NONE */
 };
 
+/* A range of the target, in bytes: [start, end). */
+struct lw_range {
+	uint64_t start, end;
+};
+
 struct lw_log {
 	int fd;			/* not owned */
 	uint32_t sectorsize;
@@ -81,16 +86,31 @@ struct lw_log {
 	/* The flush boundaries, increasing: 0 first, nr_entries last. */
 	uint64_t *bounds;
 	size_t nr_bounds;
+	/*
+	 * Where a write may tear (lw_set_tearable()), sorted, disjoint and
+	 * not adjacent; none: anywhere.
+	 */
+	struct lw_range *tearable;
+	size_t nr_tearable;
 	enum lw_fault fault;
 	char err[LW_ERR_LEN];
 };
 
-/* What a crash point applies past its prefix: a whole entry or a half. */
+/*
+ * What a crash point applies past its prefix: a whole entry, or a torn
+ * one's sectors before its split (LW_FIRST) or from it on (LW_SECOND).
+ */
 enum lw_part { LW_WHOLE, LW_FIRST, LW_SECOND };
 
 struct lw_pick {
 	uint64_t index;
 	enum lw_part part;
+	/*
+	 * A torn pick's split, in log sectors: from 1 to the entry's
+	 * nr_sectors - 1 ("~T:first@K"), or 0 for its middle, nr_sectors / 2
+	 * ("~T:first").
+	 */
+	uint64_t at;
 };
 
 /*
@@ -118,6 +138,8 @@ const char *lw_mark_before(const struct lw_log *log, uint64_t prefix);
 size_t lw_flags_str(uint32_t flags, char *buf, size_t size);
 int lw_print_name(FILE *out, const char *name, size_t len);
 int lw_print_list(struct lw_log *log, FILE *out);
+int lw_set_tearable(struct lw_log *log, FILE *in, const char *name);
+bool lw_tearable(const struct lw_log *log, const struct lw_entry *e);
 
 /* Crash points and their specs. */
 int lw_point_parse(struct lw_log *log, const char *spec, struct lw_point *pt);
@@ -126,6 +148,9 @@ int lw_point_cmp(const struct lw_point *a, const struct lw_point *b);
 void lw_point_free(struct lw_point *pt);
 int lw_points(struct lw_log *log, uint64_t seed, unsigned int subsets,
 	      struct lw_points *pts);
+/* A point's weight in a sample: a whole, untorn point weighs this. */
+#define LW_WEIGHT	720720	/* divisible by 1 to 16 */
+uint64_t lw_point_weight(const struct lw_log *log, const struct lw_point *pt);
 int lw_sample(struct lw_log *log, struct lw_points *pts, size_t n,
 	      uint64_t seed);
 int lw_print_points(struct lw_log *log, const struct lw_points *pts,

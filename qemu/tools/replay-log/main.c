@@ -25,16 +25,20 @@
 static const char usage_text[] =
 "usage: replay-log --log LOG --list\n"
 "       replay-log --log LOG --points [--sample N] [--seed S] [--subsets K]\n"
+"                  [--tear-within FILE]\n"
 "       replay-log --log LOG --replay DEV [--base FILE] --point SPEC\n"
 "  --list     one line per entry: INDEX SECTOR NR_SECTORS FLAGS MARK\n"
 "             (512-byte sectors; FLAGS flush|fua|discard|mark|metadata or -)\n"
 "  --points   one crash point per line: SPEC MARK, MARK the last mark\n"
 "             before the point's prefix or -; --sample N of them, spread\n"
 "             over the log; --seed S (default 1); --subsets K random\n"
-"             subsets of each interval between flushes (default 4)\n"
+"             subsets of each interval between flushes (default 4);\n"
+"             --tear-within FILE: tear only writes inside its ranges, one\n"
+"             \"START NR_SECTORS\" per line (512-byte sectors)\n"
 "  --replay   copy FILE over DEV, write the entries SPEC selects, fsync\n"
-"  SPEC       P[+I,J,...][~T:first|second]: entries [0, P), then I, J, ...\n"
-"             and half of T, all before the next flush boundary after P\n"
+"  SPEC       P[+I,J,...][~T:first|second[@K]]: entries [0, P), then I,\n"
+"             J, ... and T's sectors before K or from K on (K: T's middle\n"
+"             when not given), all before the next flush boundary after P\n"
 "exit: 0 success, 1 bad usage or crash point, 2 bad or truncated log,\n"
 "      3 I/O error on the target\n";
 
@@ -44,7 +48,7 @@ enum mode { NO_MODE, LIST, POINTS, REPLAY };
 
 struct args {
 	enum mode mode;
-	const char *log, *dev, *base, *point;
+	const char *log, *dev, *base, *point, *tear_within;
 	uint64_t seed;
 	unsigned int subsets;
 	size_t sample;		/* 0: every point */
@@ -92,6 +96,7 @@ static const struct option options[] = {
 	{ "sample", required_argument, NULL, 'n' },
 	{ "seed", required_argument, NULL, 's' },
 	{ "subsets", required_argument, NULL, 'k' },
+	{ "tear-within", required_argument, NULL, 't' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -126,6 +131,9 @@ static int option(struct args *a, int c)
 	case 's':
 		a->seed_set = true;
 		return parse_number("--seed", optarg, 0, UINT64_MAX, &a->seed);
+	case 't':
+		a->tear_within = optarg;
+		return 0;
 	case 'k':
 		ret = parse_number("--subsets", optarg, 0, MAX_SUBSETS, &v);
 		a->subsets = v;
@@ -144,8 +152,10 @@ static int check_args(const struct args *a)
 		return usage_error("%s", "--list, --points or --replay is needed");
 	if (!a->log)
 		return usage_error("%s", "--log LOG is needed");
-	if (a->mode != POINTS && (a->sample_set || a->seed_set || a->subsets_set))
-		return usage_error("%s", "--sample, --seed and --subsets go with --points");
+	if (a->mode != POINTS && (a->sample_set || a->seed_set || a->subsets_set ||
+				  a->tear_within))
+		return usage_error("%s",
+				   "--sample, --seed, --subsets and --tear-within go with --points");
 	if (a->mode != REPLAY && (a->base || a->point))
 		return usage_error("%s", "--base and --point go with --replay");
 	if (a->mode == REPLAY && !a->point)
@@ -201,8 +211,21 @@ static int flush_output(void)
 static int points(struct lw_log *log, const struct args *a)
 {
 	struct lw_points pts;
+	FILE *ranges;
 	int ret;
 
+	if (a->tear_within) {
+		ranges = fopen(a->tear_within, "re");
+		if (!ranges) {
+			fprintf(stderr, "%s: --tear-within %s: %s\n", prog, a->tear_within,
+				strerror(errno));
+			return EXIT_USAGE;
+		}
+		ret = lw_set_tearable(log, ranges, a->tear_within);
+		fclose(ranges);
+		if (ret)
+			return failed(log);
+	}
 	if (lw_points(log, a->seed, a->subsets, &pts))
 		return failed(log);
 	ret = a->sample ? lw_sample(log, &pts, a->sample, a->seed) : 0;

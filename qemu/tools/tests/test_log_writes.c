@@ -189,7 +189,7 @@ static uint8_t *oracle(uint32_t ss, const struct ent *e,
 		       const struct lw_point *pt)
 {
 	uint8_t *img = malloc(DEV_SECTORS * ss);
-	uint64_t nr, half;
+	uint64_t nr, split;
 	size_t i;
 
 	memset(img, BASE_FILL, DEV_SECTORS * ss);
@@ -197,14 +197,15 @@ static uint8_t *oracle(uint32_t ss, const struct ent *e,
 		oracle_apply(img, ss, e, i, 0, e[i].nr);
 	for (i = 0; i < pt->nr_picks; i++) {
 		nr = e[pt->picks[i].index].nr;
-		half = nr / 2;
+		/* "@K" splits at K, no "@" in the middle. */
+		split = pt->picks[i].at ? pt->picks[i].at : nr / 2;
 		if (pt->picks[i].part == LW_WHOLE)
 			oracle_apply(img, ss, e, pt->picks[i].index, 0, nr);
 		else if (pt->picks[i].part == LW_FIRST)
-			oracle_apply(img, ss, e, pt->picks[i].index, 0, half);
+			oracle_apply(img, ss, e, pt->picks[i].index, 0, split);
 		else
-			oracle_apply(img, ss, e, pt->picks[i].index, half,
-				     nr - half);
+			oracle_apply(img, ss, e, pt->picks[i].index, split,
+				     nr - split);
 	}
 	return img;
 }
@@ -517,6 +518,25 @@ TEST_F(lw, subsets_and_torn_halves_replay)
 	EXPECT_EQ(0, byte_at(tpath("dev"), 1024));
 }
 
+TEST_F(lw, a_torn_write_splits_at_any_sector)
+{
+	/* Entry 4 is device sectors 8-10. */
+	replay_spec(_metadata, self, "2~4:first@2");
+	EXPECT_EQ(pattern(4, 0), byte_at(tpath("dev"), 8 * 512));
+	EXPECT_EQ(pattern(4, 1), byte_at(tpath("dev"), 10 * 512 - 1));
+	EXPECT_EQ(BASE_FILL, byte_at(tpath("dev"), 10 * 512));
+	replay_spec(_metadata, self, "2~4:second@2");
+	EXPECT_EQ(BASE_FILL, byte_at(tpath("dev"), 10 * 512 - 1));
+	EXPECT_EQ(pattern(4, 2), byte_at(tpath("dev"), 10 * 512));
+	/* Entry 7 is device sectors 16-19. */
+	replay_spec(_metadata, self, "7~7:first@3");
+	EXPECT_EQ(pattern(7, 2), byte_at(tpath("dev"), 19 * 512 - 1));
+	EXPECT_EQ(BASE_FILL, byte_at(tpath("dev"), 19 * 512));
+	replay_spec(_metadata, self, "7~7:second@1");
+	EXPECT_EQ(BASE_FILL, byte_at(tpath("dev"), 17 * 512 - 1));
+	EXPECT_EQ(pattern(7, 1), byte_at(tpath("dev"), 17 * 512));
+}
+
 TEST_F(lw, base_is_copied_whole_and_a_file_target_cut_to_it)
 {
 	struct stat st;
@@ -530,7 +550,8 @@ TEST_F(lw, specs_parse_and_print_back)
 {
 	static const char *const specs[] = {
 		"0", "10", "2+4,5,6", "2~4:first", "2+5~4:second",
-		"2+4,5~6:first", "7~7:second", "7+7",
+		"2+4,5~6:first", "7~7:second", "7+7", "2~4:first@2",
+		"2+5~4:second@1", "7~7:second@3",
 	};
 	struct lw_point pt;
 	size_t i;
@@ -565,6 +586,9 @@ TEST_F(lw, specs_out_of_range_or_malformed_are_refused)
 		"11", "2+1", "2+7", "7+8", "10+9", "2+5,4", "2+4,4",
 		/* torn */
 		"2~5:first", "8~8:first", "2~3:first", "2+4~4:first", "0~2:first",
+		/* splits: inside the entry, 1 to nr_sectors - 1 */
+		"2~4:first@", "2~4:first@0", "2~4:first@3", "2~4:second@x",
+		"7~7:second@4", "2~4:first@1@2",
 	};
 	struct lw_point pt;
 	size_t i;
@@ -646,15 +670,78 @@ TEST_F(lw, points_follow_the_model)
 		EXPECT_TRUE(has_point(&pts, want[i])) TH_LOG("no %s", want[i]);
 	for (i = 0; i < ARRAY_SIZE(never); i++)
 		EXPECT_FALSE(has_point(&pts, never[i])) TH_LOG("%s", never[i]);
-	/* One torn write per interval, each half once. */
+	/*
+	 * One torn write per interval, torn at each of its sectors: both
+	 * sides of every split, 2 * (nr_sectors - 1) points.
+	 */
 	EXPECT_EQ(2, torn_points(&pts, 0, 0));
 	torn4 = torn_points(&pts, 2, 4);
 	torn6 = torn_points(&pts, 2, 6);
-	EXPECT_EQ(2, torn4 + torn6);
+	EXPECT_TRUE((torn4 == 4 && !torn6) || (!torn4 && torn6 == 2))
+		TH_LOG("entry 4 torn at %zu points, entry 6 at %zu", torn4, torn6);
+	EXPECT_EQ(6, torn_points(&pts, 7, 7));
+	EXPECT_TRUE(has_point(&pts, "7~7:first@1"));
 	EXPECT_TRUE(has_point(&pts, "7~7:first"));
 	EXPECT_TRUE(has_point(&pts, "7~7:second"));
-	EXPECT_EQ(13 + 6, pts.len);
+	EXPECT_TRUE(has_point(&pts, "7~7:second@3"));
+	EXPECT_FALSE(has_point(&pts, "7~7:first@2")) TH_LOG("the middle is written \"first\"");
+	EXPECT_EQ(13 + 2 + torn4 + torn6 + 6, pts.len);
 	lw_points_free(&pts);
+}
+
+/* lw_set_tearable() from text; 0 or -errno. */
+static int set_tearable(struct lw_log *log, const char *text)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = lw_set_tearable(log, f, "ranges");
+	fclose(f);
+	return ret;
+}
+
+TEST_F(lw, only_writes_inside_the_tearable_ranges_tear)
+{
+	struct lw_points pts;
+
+	/*
+	 * Entry 4 (sectors 8-10) inside, split over two adjacent ranges;
+	 * entry 7 (16-19) only half inside; entries 0 and 6 outside.
+	 */
+	ASSERT_EQ(0, set_tearable(&self->log, "10 1\n8 2\n16 2\n"))
+		TH_LOG("%s", self->log.err);
+	ASSERT_EQ(0, lw_points(&self->log, 1, 4, &pts));
+	check_points(_metadata, &self->log, &pts);
+	EXPECT_EQ(0, torn_points(&pts, 0, 0));
+	EXPECT_EQ(4, torn_points(&pts, 2, 4));
+	EXPECT_EQ(0, torn_points(&pts, 2, 6));
+	EXPECT_EQ(0, torn_points(&pts, 7, 7));
+	EXPECT_EQ(13 + 4, pts.len);
+	lw_points_free(&pts);
+
+	/* An empty list: nowhere. */
+	ASSERT_EQ(0, set_tearable(&self->log, ""));
+	ASSERT_EQ(0, lw_points(&self->log, 1, 4, &pts));
+	EXPECT_EQ(13, pts.len);
+	lw_points_free(&pts);
+}
+
+TEST_F(lw, bad_tearable_ranges_are_refused)
+{
+	static const char *const bad[] = {
+		"8\n", "8 0\n", "-8 2\n", "8 -2\n", "8  2\n", " 8 2\n", "8 2 3\n", "8 2x\n",
+		"36028797018963968 1\n",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		EXPECT_EQ(-EINVAL, set_tearable(&self->log, bad[i])) TH_LOG("'%s'", bad[i]);
+		EXPECT_EQ(LW_FAULT_INPUT, self->log.fault);
+	}
+	EXPECT_EQ(-EINVAL, set_tearable(&self->log, "8 2\n16 x\n"));
+	EXPECT_STREQ("ranges:2: expected START NR_SECTORS (512-byte sectors, NR_SECTORS > 0)",
+		     self->log.err);
 }
 
 TEST_F(lw, points_name_the_last_mark_before_them)
@@ -749,7 +836,8 @@ TEST_F(lw, random_subsets_are_proper_and_seeded)
 TEST_F(lw, a_sample_is_spread_and_keeps_the_end)
 {
 	struct lw_points all, s;
-	size_t m, n, k, j, lo, hi;
+	uint64_t total, at, lo, hi;
+	size_t m, n, k, j;
 	char *sa, *sb;
 
 	ASSERT_EQ(0, lw_points(&self->log, 1, 4, &all));
@@ -762,15 +850,24 @@ TEST_F(lw, a_sample_is_spread_and_keeps_the_end)
 		EXPECT_EQ(STD_N, s.v[s.len - 1].prefix);
 		EXPECT_EQ(0, s.v[s.len - 1].nr_picks);
 		check_points(_metadata, &self->log, &s);
-		/* One point from each stratum of the full list. */
-		for (k = 0, j = 0; n > 1 && n < m && k + 1 < n; k++) {
-			lo = k * (m - 1) / (n - 1);
-			hi = (k + 1) * (m - 1) / (n - 1);
+		/*
+		 * One point from each stratum of equal weight of the full
+		 * list, where no point outweighs a stratum (none is drawn
+		 * twice then).
+		 */
+		for (j = 0, total = 0; j + 1 < m; j++)
+			total += lw_point_weight(&self->log, &all.v[j]);
+		for (k = 0, j = 0, at = 0; n > 1 && n < m && (n - 1) * LW_WEIGHT <= total &&
+		     k + 1 < n; k++) {
+			lo = total * k / (n - 1);
+			hi = total * (k + 1) / (n - 1);
 			while (j < m && lw_point_cmp(&all.v[j], &s.v[k]))
-				j++;
-			EXPECT_TRUE(j >= lo && j < hi)
-				TH_LOG("n %zu: point %zu is #%zu, not in [%zu, %zu)",
-				       n, k, j, lo, hi);
+				at += lw_point_weight(&self->log, &all.v[j++]);
+			EXPECT_TRUE(at < hi && at + lw_point_weight(&self->log, &all.v[j]) > lo)
+				TH_LOG("n %zu: point %zu spans [%llu, +%llu), not stratum [%llu, %llu)",
+				       n, k, (unsigned long long)at,
+				       (unsigned long long)lw_point_weight(&self->log, &all.v[j]),
+				       (unsigned long long)lo, (unsigned long long)hi);
 		}
 		lw_points_free(&s);
 	}
@@ -788,6 +885,39 @@ TEST_F(lw, a_sample_is_spread_and_keeps_the_end)
 	lw_points_free(&s);
 	EXPECT_EQ(-EINVAL, lw_sample(&self->log, &all, 0, 1));
 	lw_points_free(&all);
+}
+
+/*
+ * A write of 16 sectors is torn at each of them: 30 points, which weigh
+ * as much as 2 in a sample, so a sample keeps mostly the other points.
+ */
+TEST_F(lw, a_sample_weighs_all_splits_of_a_write_as_two_points)
+{
+	static const struct ent big[] = {
+		{ 0, 16, 0 },
+		{ 16, 1, 0 },
+		{ 17, 1, 0 },
+		{ 0, 0, LW_FLUSH },
+		{ 20, 1, 0 },
+	};
+	struct lw_points pts;
+	size_t i, all_torn = 0, torn = 0;
+
+	open_log(_metadata, self, 512, big, 5);
+	ASSERT_EQ(0, lw_points(&self->log, 1, 4, &pts));
+	for (i = 0; i < pts.len; i++)
+		all_torn += torn_points(&(struct lw_points){ .v = &pts.v[i], .len = 1 }, 0, 0);
+	EXPECT_EQ(30, all_torn);
+	/* 0 and 3 and 5, six subsets, 30 splits: 9 points and 2 for the splits. */
+	ASSERT_EQ(39, pts.len);
+	ASSERT_EQ(0, lw_sample(&self->log, &pts, 8, 1));
+	ASSERT_EQ(8, pts.len);
+	for (i = 0; i < pts.len; i++)
+		torn += torn_points(&(struct lw_points){ .v = &pts.v[i], .len = 1 }, 0, 0);
+	/* 7 strata of 10 points' weight, 2 of which are torn: at most 2. */
+	EXPECT_GE(2, torn) TH_LOG("%zu torn points in a sample of 8", torn);
+	check_points(_metadata, &self->log, &pts);
+	lw_points_free(&pts);
 }
 
 /* Patch the log file at off, then expect lw_log_open() to refuse it. */
@@ -987,7 +1117,7 @@ TEST_F(cli, list_points_and_replay)
 	expect_output(_metadata, "out", "\n9 0 0 mark dm-log-writes-end\n");
 	EXPECT_EQ(0, run(p, "--log", tpath("log"), "--points", NULL));
 	expect_output(_metadata, "out", "0 -\n");
-	expect_output(_metadata, "out", "\n7~7:second mkfs\n8 mkfs\n10 dm-log-writes-end\n");
+	expect_output(_metadata, "out", "\n7~7:second@3 mkfs\n8 mkfs\n10 dm-log-writes-end\n");
 	EXPECT_EQ(0, run(p, "--log", tpath("log"), "--points", "--sample", "1",
 			 "--seed", "3", "--subsets", "2", NULL));
 	expect_output(_metadata, "out", "10 dm-log-writes-end\n");
@@ -998,6 +1128,25 @@ TEST_F(cli, list_points_and_replay)
 	free(want);
 	EXPECT_EQ(0, run(p, "--help", NULL));
 	expect_output(_metadata, "out", "usage: replay-log");
+}
+
+TEST_F(cli, tear_within_takes_a_file_of_ranges)
+{
+	const char *p = self->prog, *ranges = tpath("ranges");
+	char *out;
+	int fd = open(ranges, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, close(fd));
+	EXPECT_EQ(0, run(p, "--log", tpath("log"), "--points", "--tear-within", ranges, NULL));
+	out = slurp(tpath("out"));
+	EXPECT_EQ(NULL, strchr(out, '~')) TH_LOG("torn points with nowhere to tear: %s", out);
+	free(out);
+	EXPECT_EQ(1, run(p, "--log", tpath("log"), "--points", "--tear-within",
+			 tpath("no-such-file"), NULL));
+	expect_output(_metadata, "err", "--tear-within");
+	EXPECT_EQ(1, run(p, "--log", tpath("log"), "--list", "--tear-within", ranges, NULL));
+	expect_output(_metadata, "err", "go with --points");
 }
 
 TEST_F(cli, exit_codes_say_what_was_wrong)

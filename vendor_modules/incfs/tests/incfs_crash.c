@@ -7,8 +7,9 @@
  * gets, and a mark after each step whose result the workload was told is
  * durable.  replay-log (qemu/tools/replay-log/) then rebuilds the disk at
  * crash points: each flush boundary, subsets of the writes in flight
- * between two flushes, and writes torn in half.  Each is mounted and
- * checked against the workload's schedule: incfs mounts, without
+ * between two flushes, and writes of the backing file torn at every
+ * sector.  Each is mounted
+ * and checked against the workload's schedule: incfs mounts, without
  * incfs-image fsck --repair (the kernel repairs crash states itself; a
  * point that needs it is judged after the repair), a block that reads back
  * reads its delivered bytes, no present block fails its CRC, every name
@@ -44,6 +45,7 @@
 #define LOG		WORK "/log.img"		/* dm-log-writes' log */
 #define REPLAY		WORK "/replay.img"	/* a crash point's disk */
 #define RESULTS		WORK "/results"
+#define TEARABLE	WORK "/tearable"	/* the backing file's sectors */
 #define DISK_MNT	WORK "/disk"		/* ext4 */
 #define APP_MNT		WORK "/app"		/* incfs */
 #define APP_IMG		"app.img"		/* the backing file, on ext4 */
@@ -293,6 +295,78 @@ static int mkdirs(void)
 		if (mkdir(dirs[i], 0755) && errno != EEXIST)
 			return -errno;
 	return 0;
+}
+
+/* ===== where a file's blocks are ===== */
+
+#define MAX_SEGS	32
+
+struct seg {
+	__u64 start, len;	/* 512-byte sectors */
+	bool error;
+};
+
+/*
+ * The extents of the file open at @fd, sorted by place, into @segs (at
+ * most MAX_SEGS, each marked @error); their count, or -errno.  Extents
+ * whose place is not known yet (delayed allocation) are an error.
+ */
+static int file_extents(int fd, struct seg *segs, bool error)
+{
+	__u64 buf[(sizeof(struct fiemap) + MAX_SEGS * sizeof(struct fiemap_extent)) / 8];
+	struct fiemap *fm = (void *)buf;
+	int n = 0;
+
+	memset(buf, 0, sizeof(buf));
+	fm->fm_length = FIEMAP_MAX_OFFSET;
+	fm->fm_extent_count = MAX_SEGS;
+	if (ioctl(fd, FS_IOC_FIEMAP, fm))
+		return -errno;
+	if (fm->fm_mapped_extents == MAX_SEGS &&
+	    !(fm->fm_extents[MAX_SEGS - 1].fe_flags & FIEMAP_EXTENT_LAST))
+		return -E2BIG;
+	for (__u32 i = 0; i < fm->fm_mapped_extents; i++) {
+		const struct fiemap_extent *e = &fm->fm_extents[i];
+
+		if (e->fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_NOT_ALIGNED))
+			return -EINVAL;
+		segs[n++] = (struct seg){ e->fe_physical >> 9, e->fe_length >> 9, error };
+	}
+	/* The extents of one file never overlap; sort them by place. */
+	for (int i = 1; i < n; i++)
+		for (int k = i; k > 0 && segs[k].start < segs[k - 1].start; k--) {
+			struct seg s = segs[k];
+
+			segs[k] = segs[k - 1];
+			segs[k - 1] = s;
+		}
+	return n;
+}
+
+/*
+ * The backing file's sectors on the disk, for replay-log --tear-within:
+ * torn points tear incfs's writes, not ext4's own metadata, whose blocks
+ * ext4 relies on not tearing inside (replay-log's README says why).
+ */
+static int save_tearable(const char *path)
+{
+	struct seg segs[MAX_SEGS];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), n;
+	FILE *f;
+
+	if (fd < 0)
+		return -errno;
+	n = file_extents(fd, segs, false);
+	close(fd);
+	if (n < 0)
+		return n;
+	f = fopen(TEARABLE, "we");
+	if (!f)
+		return -errno;
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%llu %llu\n", (unsigned long long)segs[i].start,
+			(unsigned long long)segs[i].len);
+	return fclose(f) ? -errno : 0;
 }
 
 /* The disk: ext4 on log-writes on a loop device, logging to another. */
@@ -699,8 +773,9 @@ static int replay_all(const struct log_info *li, const char *which, unsigned lon
 {
 	char cmd[256], *out, *line, *save;
 
-	snprintf(cmd, sizeof(cmd), "replay-log --log %s --points --seed %lu --subsets %lu%s%s",
-		 LOG, seed, subsets, strcmp(which, "all") ? " --sample " : "",
+	snprintf(cmd, sizeof(cmd),
+		 "replay-log --log %s --points --tear-within %s --seed %lu --subsets %lu%s%s",
+		 LOG, TEARABLE, seed, subsets, strcmp(which, "all") ? " --sample " : "",
 		 strcmp(which, "all") ? which : "");
 	out = gki_command_output(cmd);
 	if (!out) {
@@ -770,12 +845,6 @@ static bool load_counts(struct counts *c)
 #define EIO_DM		"incfs-eio"
 #define EIO_PREALLOC	(4 << 20)
 #define EIO_TIMEOUT_MS	100
-#define MAX_SEGS	32
-
-struct seg {
-	__u64 start, len;	/* sectors */
-	bool error;
-};
 
 struct eio_disk {
 	int loop;
@@ -848,33 +917,15 @@ static int eio_switch(struct eio_disk *d, bool fail)
 /* Where the backing file's blocks are, preallocated ones included. */
 static int eio_extents(struct eio_disk *d, int fd)
 {
-	__u64 buf[(sizeof(struct fiemap) + MAX_SEGS * sizeof(struct fiemap_extent)) / 8];
-	struct fiemap *fm = (void *)buf;
-	__u64 bytes = 0;
+	__u64 sectors = 0;
+	int n = file_extents(fd, d->bad, true);
 
-	memset(buf, 0, sizeof(buf));
-	fm->fm_length = FIEMAP_MAX_OFFSET;
-	fm->fm_flags = FIEMAP_FLAG_SYNC;
-	fm->fm_extent_count = MAX_SEGS;
-	if (ioctl(fd, FS_IOC_FIEMAP, fm))
-		return -errno;
-	for (__u32 i = 0; i < fm->fm_mapped_extents; i++) {
-		const struct fiemap_extent *e = &fm->fm_extents[i];
-
-		if (e->fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_NOT_ALIGNED))
-			return -EINVAL;
-		d->bad[d->nbad++] = (struct seg){ e->fe_physical >> 9, e->fe_length >> 9, true };
-		bytes += e->fe_length;
-	}
-	/* The extents of one file never overlap; sort them by place. */
-	for (int i = 1; i < d->nbad; i++)
-		for (int k = i; k > 0 && d->bad[k].start < d->bad[k - 1].start; k--) {
-			struct seg t = d->bad[k];
-
-			d->bad[k] = d->bad[k - 1];
-			d->bad[k - 1] = t;
-		}
-	return bytes >= EIO_PREALLOC ? 0 : -ENOSPC;
+	if (n < 0)
+		return n;
+	d->nbad = n;
+	for (int i = 0; i < n; i++)
+		sectors += d->bad[i].len;
+	return sectors << 9 >= EIO_PREALLOC ? 0 : -ENOSPC;
 }
 
 /*
@@ -1000,10 +1051,15 @@ TEST_F_TIMEOUT(crash, workload_is_recorded, 120)
 
 	unlink(RESULTS);
 	ASSERT_EQ(0, incfs_load_module()) TH_LOG("%s", incfs_err);
+	unlink(TEARABLE);
 	ret = record_start(&r);
 	if (!ret)
 		ret = record_workload(&r);
 	EXPECT_EQ(0, ret) TH_LOG("%s", incfs_err);
+	if (!ret) {
+		ret = save_tearable(DISK_MNT "/" APP_IMG);
+		EXPECT_EQ(0, ret) TH_LOG("the extents of the backing file: %s", strerror(-ret));
+	}
 	ASSERT_EQ(0, record_stop(&r)) TH_LOG("tearing the recording down");
 	ASSERT_EQ(0, ret);
 	ASSERT_EQ(0, read_log(&li)) TH_LOG("%s", incfs_err);
