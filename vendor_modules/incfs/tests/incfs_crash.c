@@ -26,7 +26,9 @@
  * DEFAULT_POINTS, spread over the log; "all" for every one);
  * INCFS_CRASH_SEED, the seed of the sample and of the subsets (default 1);
  * INCFS_CRASH_SUBSETS, random subsets of the writes in flight per interval
- * between two flushes (default DEFAULT_SUBSETS).
+ * between two flushes (default DEFAULT_SUBSETS); INCFS_CRASH_KEEP=always
+ * keeps the log in the scratch folder even when every point passes (a
+ * failing point's always is).
  */
 #include <linux/dm-ioctl.h>
 #include <linux/fiemap.h>
@@ -46,6 +48,8 @@
 #define REPLAY		WORK "/replay.img"	/* a crash point's disk */
 #define RESULTS		WORK "/results"
 #define TEARABLE	WORK "/tearable"	/* the backing file's sectors */
+#define FAILING		WORK "/failing"		/* the specs of failing points */
+#define KEPT		"incfs-crash"	/* in the scratch folder: a kept log */
 #define DISK_MNT	WORK "/disk"		/* ext4 */
 #define APP_MNT		WORK "/app"		/* incfs */
 #define APP_IMG		"app.img"		/* the backing file, on ext4 */
@@ -568,7 +572,13 @@ static void violation(unsigned long *counter, const char *spec, const char *fmt,
 	char what[256];
 	va_list ap;
 
+	FILE *f = fopen(FAILING, "ae");
+
 	(*counter)++;
+	if (f) {
+		fprintf(f, "%s\n", spec);
+		fclose(f);
+	}
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
@@ -1071,6 +1081,36 @@ TEST_F_TIMEOUT(crash, workload_is_recorded, 120)
 	TH_LOG("%lu entries, %lu flushes", li.entries, li.flushes);
 }
 
+/*
+ * Keep what replays the failing points (or, with INCFS_CRASH_KEEP=always,
+ * every point) in the scratch folder, which the harness keeps on the host
+ * until the next run (README, "Crash-point replay"): the log, the disk it
+ * starts from, the backing file's sectors and the failing specs.
+ */
+static int keep_log(void)
+{
+	static const char *const files[][2] = {
+		{ LOG, "log.img" }, { BASE, "base.img" }, { TEARABLE, "tearable" },
+		{ FAILING, "failing" },
+	};
+	char dir[PATH_MAX], to[PATH_MAX + 16];
+	int ret = 0;
+
+	snprintf(dir, sizeof(dir), "%s/" KEPT, incfs_scratch());
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	for (size_t i = 0; i < ARRAY_SIZE(files) && !ret; i++) {
+		snprintf(to, sizeof(to), "%s/%s", dir, files[i][1]);
+		if (access(files[i][0], R_OK) && errno == ENOENT)
+			ret = make_file(to, 0);		/* no failing point */
+		else
+			ret = copy_file(files[i][0], to);
+	}
+	if (!ret)
+		sync();
+	return ret;
+}
+
 TEST_F_TIMEOUT(crash, crash_points_are_replayed, 1200)
 {
 	const char *which = getenv("INCFS_CRASH_POINTS");
@@ -1079,12 +1119,24 @@ TEST_F_TIMEOUT(crash, crash_points_are_replayed, 1200)
 	char sample[16];
 	struct log_info li;
 
+	const char *keep = getenv("INCFS_CRASH_KEEP");
+	int kept = 1;
+
 	snprintf(sample, sizeof(sample), "%d", DEFAULT_POINTS);
+	unlink(FAILING);
 	ASSERT_EQ(0, read_log(&li)) TH_LOG("%s (did the recording run?)", incfs_err);
 	ASSERT_EQ(0, replay_all(&li, which ? which : sample, seed ? strtoul(seed, NULL, 0) : 1,
 				subsets ? strtoul(subsets, NULL, 0) : DEFAULT_SUBSETS))
 		TH_LOG("%s", incfs_err);
 	ASSERT_EQ(0, save_counts());
+	if (!access(FAILING, F_OK) || (keep && !strcmp(keep, "always"))) {
+		kept = keep_log();
+		EXPECT_EQ(0, kept) TH_LOG("keeping the log in %s/%s: %s", incfs_scratch(), KEPT,
+					  strerror(-kept));
+	}
+	if (!kept)
+		TH_LOG("the log is kept in the scratch disk's %s/ (README, \"Crash-point replay\")",
+		       KEPT);
 	TH_LOG("%lu crash points (%lu flush boundaries, %lu with writes in flight, %lu torn)",
 	       counts.points, counts.prefixes, counts.subsets, counts.torn);
 	TH_LOG("%lu mounted only after fsck --repair", counts.repaired);
