@@ -51,44 +51,13 @@ FIXTURE_TEARDOWN_PARENT(cache)
 	incfs_teardown(&self->m);
 }
 
-/* Pages of path's first len bytes in the page cache, or -errno. */
-static long resident(const char *path, size_t len)
-{
-	size_t pages = (len + INCFS_BS - 1) / INCFS_BS;
-	unsigned char *vec = malloc(pages);
-	long n = 0;
-	void *map;
-	int fd;
-
-	fd = open(path, O_RDONLY);
-	if (fd < 0 || !vec) {
-		n = -errno;
-		goto out;
-	}
-	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		n = -errno;
-		goto out;
-	}
-	if (mincore(map, len, vec))
-		n = -errno;
-	for (size_t i = 0; n >= 0 && i < pages; i++)
-		n += vec[i] & 1;
-	munmap(map, len);
-out:
-	if (fd >= 0)
-		close(fd);
-	free(vec);
-	return n;
-}
-
 static long backing_resident(const struct incfs_mnt *m)
 {
 	struct stat st;
 
 	if (stat(m->backing, &st))
 		return -errno;
-	return resident(m->backing, st.st_size);
+	return incfs_resident(m->backing, st.st_size);
 }
 
 static int forget_cached_pages(void)
@@ -147,9 +116,9 @@ TEST_F(cache, a_sequential_read_caches_one_copy)
 	ASSERT_LE(0, self->fd) TH_LOG("%s", incfs_err);
 	ASSERT_EQ(0, syncfs(self->m.cmd));
 	ASSERT_EQ(0, forget_cached_pages());
-	ASSERT_EQ(0, resident(incfs_path(&self->m, "f"), size));
+	ASSERT_EQ(0, incfs_resident(incfs_path(&self->m, "f"), size));
 	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 1 << 20)) TH_LOG("%s", incfs_err);
-	EXPECT_EQ(BLOCKS, resident(incfs_path(&self->m, "f"), size));
+	EXPECT_EQ(BLOCKS, incfs_resident(incfs_path(&self->m, "f"), size));
 	EXPECT_EQ(0, backing_resident(&self->m));
 }
 
@@ -187,7 +156,7 @@ TEST_F(cache, blocks_read_at_once_after_delivery_then_from_the_disk)
 	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 4096)) TH_LOG("%s", incfs_err);
 	ASSERT_EQ(0, syncfs(self->m.cmd));
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
-	EXPECT_EQ(0, resident(incfs_path(&self->m, "f"), self->f.size));
+	EXPECT_EQ(0, incfs_resident(incfs_path(&self->m, "f"), self->f.size));
 	EXPECT_EQ(0, incfs_check_read_all(self->fd, &self->f, 65536)) TH_LOG("%s", incfs_err);
 	EXPECT_GE(METADATA_PAGES, backing_resident(&self->m));
 }
@@ -427,7 +396,7 @@ static void check_one_copy(struct __test_metadata *_metadata, struct incfs_mnt *
 
 		ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
 		EXPECT_EQ(0, incfs_check_read_all(fd, f, 1 << 20)) TH_LOG("%s: %s", path, incfs_err);
-		EXPECT_EQ(incfs_nblocks(f->size), resident(path, f->size));
+		EXPECT_EQ(incfs_nblocks(f->size), incfs_resident(path, f->size));
 		got = backing_resident(m);
 		ksft_print_msg("%s, %s read whole: %ld pages of the backing file cached, %ld allowed\n",
 			       _metadata->name, names[i], got, allowed);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -71,6 +72,39 @@ static inline void incfs_sleep_ms(int ms)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+/* Pages of path's first len bytes in the page cache, or -errno. */
+static inline long incfs_resident(const char *path, size_t len)
+{
+	size_t pages = (len + INCFS_BS - 1) / INCFS_BS;
+	unsigned char *vec = malloc(pages ? pages : 1);
+	long n = 0;
+	void *map;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !vec) {
+		n = fd < 0 ? -errno : -ENOMEM;
+		goto out;
+	}
+	if (!len)
+		goto out;
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		n = -errno;
+		goto out;
+	}
+	if (mincore(map, len, vec))
+		n = -errno;
+	for (size_t i = 0; n >= 0 && i < pages; i++)
+		n += vec[i] & 1;
+	munmap(map, len);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(vec);
+	return n;
 }
 
 static inline const char *incfs_scratch(void)
