@@ -71,7 +71,13 @@ static int name_instruction(struct incfs_mount *mi, u32 type,
 	if (IS_ERR(name))
 		return PTR_ERR(name);
 
-	err = mutex_lock_killable(&mi->bf_mutex);
+	/* The read log's name, whether this mount has a read log or not. */
+	if (type == INCFS_INSTRUCTION_ADD_DIR_ENTRY && de->dir_ino == INCFS_ROOT_INODE &&
+	    de->name_len == strlen(INCFS_LOG_FILENAME) &&
+	    !memcmp(name, INCFS_LOG_FILENAME, de->name_len))
+		err = -EEXIST;
+	else
+		err = mutex_lock_killable(&mi->bf_mutex);
 	if (!err) {
 		err = incfs_tree_name_op(mi, type == INCFS_INSTRUCTION_ADD_DIR_ENTRY ?
 					 INCFS_DIRA_ADD_ENTRY : INCFS_DIRA_REMOVE_ENTRY,

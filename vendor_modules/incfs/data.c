@@ -111,6 +111,7 @@ void incfs_shutdown(struct incfs_mount *mi, int err)
 	spin_unlock(&mi->pending_lock);
 	wake_up_all(&mi->block_wq);
 	wake_up_all(&mi->pending_wq);
+	wake_up_all(&mi->log.wq);
 }
 
 /*

@@ -9,6 +9,7 @@
  *	data.c		blocks: presence, waiting reads, delivery, reading
  *	backing.c	I/O on the backing file
  *	cmd.c		the .cmd file: ioctl, write, read, poll
+ *	log.c		the read log and the .log file
  *	inode.c		VFS inodes, directories, files, address space
  *	format.c	on-disk format (format.h)
  *
@@ -21,6 +22,8 @@
  *			next_ino.
  *	pending_lock	(spinlock) every file's in-memory blockmap, the
  *			pending-read list and serials, shutdown.
+ *	log.lock	(spinlock) the read log's ring and counts; taken with
+ *			no other incfs lock held, never inside another.
  *
  * bf_stopped is atomic: set once, by the first failed backing write or sync
  * (backing.c), never cleared.
@@ -33,6 +36,7 @@
 #define _INCFS_H
 
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/fs.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -51,9 +55,28 @@
 #define INCFS_READ_RUN		32
 /* Delivered blocks whose blockmap entries wait for a flush, at most. */
 #define INCFS_MAX_DIRTY		512
+/* Records of the read log's ring (read_log_records=): by default, at most. */
+#define INCFS_DEFAULT_READ_LOG	2048
+#define INCFS_MAX_READ_LOG	BIT(20)
+/* The inode of .log: above every node's (INCFS_MAX_INO). */
+#define INCFS_LOG_INODE		(INCFS_MAX_INO + 1)
 
 struct bio_vec;
 struct incfs_mount;
+struct incfs_read_log_record;
+
+/*
+ * The read log (log.c): the last @capacity blocks readers asked for, in a
+ * ring; off (no ring, no .log) when @capacity is 0.
+ */
+struct incfs_read_log {
+	spinlock_t lock;		/* see the top of this file */
+	/* lock: record n is ring[n % capacity], for n in [logged - capacity, logged) */
+	struct incfs_read_log_record *ring;
+	u32 capacity;
+	u64 logged;
+	wait_queue_head_t wq;		/* readers of .log */
+};
 
 /* A file or directory.  Nodes live until unmount: pointers stay valid. */
 struct incfs_node {
@@ -178,6 +201,8 @@ struct incfs_mount {
 	int shutdown;
 	wait_queue_head_t block_wq;	/* readers waiting for blocks */
 	wait_queue_head_t pending_wq;	/* .cmd readers and pollers */
+
+	struct incfs_read_log log;
 };
 
 static inline struct incfs_mount *incfs_sb(struct super_block *sb)
@@ -288,9 +313,22 @@ int incfs_bf_init(struct incfs_mount *mi);
 /* cmd.c */
 extern const struct file_operations incfs_cmd_fops;
 
+/* log.c */
+extern const struct file_operations incfs_log_fops;
+int incfs_log_init(struct incfs_mount *mi, u32 capacity);
+void incfs_log_free(struct incfs_mount *mi);
+void incfs_log_reads(struct incfs_mount *mi, u64 ino, u32 index,
+		     unsigned int n);
+
+static inline bool incfs_log_on(struct incfs_mount *mi)
+{
+	return mi->log.capacity != 0;
+}
+
 /* inode.c */
 struct inode *incfs_iget(struct super_block *sb, struct incfs_node *node);
 struct inode *incfs_cmd_inode(struct super_block *sb);
+struct inode *incfs_log_inode(struct super_block *sb);
 extern const struct dentry_operations incfs_dentry_ops;
 
 #endif /* _INCFS_H */

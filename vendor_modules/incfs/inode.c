@@ -58,20 +58,40 @@ struct inode *incfs_iget(struct super_block *sb, struct incfs_node *node)
 	return inode;
 }
 
-/* .cmd: only its owner, the mounter, may use it. */
-struct inode *incfs_cmd_inode(struct super_block *sb)
+static struct inode *special_inode(struct super_block *sb, unsigned long ino,
+				   umode_t mode, const struct file_operations *fops)
 {
-	struct inode *inode = iget_locked(sb, INCFS_COMMAND_INODE);
+	struct inode *inode = iget_locked(sb, ino);
 
 	if (!inode)
 		return ERR_PTR(-ENOMEM);
 	if (!(inode->i_state & I_NEW))
 		return inode;
-	init_common(inode, S_IFREG | 0600);
+	init_common(inode, mode);
 	inode->i_op = &incfs_file_iops;
-	inode->i_fop = &incfs_cmd_fops;
+	inode->i_fop = fops;
 	unlock_new_inode(inode);
 	return inode;
+}
+
+/* .cmd: only its owner, the mounter, may use it. */
+struct inode *incfs_cmd_inode(struct super_block *sb)
+{
+	return special_inode(sb, INCFS_COMMAND_INODE, S_IFREG | 0600, &incfs_cmd_fops);
+}
+
+/* .log: only its owner, the mounter (the loader), may read it. */
+struct inode *incfs_log_inode(struct super_block *sb)
+{
+	return special_inode(sb, INCFS_LOG_INODE, S_IFREG | 0400, &incfs_log_fops);
+}
+
+/* Is @name the root's .log, while the mount has a read log? */
+static bool is_log(struct incfs_mount *mi, struct inode *dir, const struct qstr *name)
+{
+	return incfs_node(dir) == mi->root && incfs_log_on(mi) &&
+	       name->len == strlen(INCFS_LOG_FILENAME) &&
+	       !memcmp(name->name, INCFS_LOG_FILENAME, name->len);
 }
 
 /* The tree changes only through .cmd; a non-owner gets the VFS's answer. */
@@ -107,6 +127,8 @@ static struct dentry *incfs_lookup(struct inode *dir, struct dentry *dentry,
 		return ERR_PTR(-ENAMETOOLONG);
 	if (incfs_node(dir) == mi->root && !strcmp(dentry->d_name.name, ".cmd"))
 		return d_splice_alias(incfs_cmd_inode(dir->i_sb), dentry);
+	if (is_log(mi, dir, &dentry->d_name))
+		return d_splice_alias(incfs_log_inode(dir->i_sb), dentry);
 
 	mutex_lock(&mi->tree_mutex);
 	node = incfs_tree_lookup(incfs_node(dir), dentry->d_name.name,
@@ -138,7 +160,8 @@ static int incfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	parent = dget_parent(dentry);
 	dir = incfs_node(d_inode(parent));
 	inode = d_inode(dentry);
-	if (inode && inode->i_ino == INCFS_COMMAND_INODE) {
+	if (inode && (inode->i_ino == INCFS_COMMAND_INODE ||
+		      inode->i_ino == INCFS_LOG_INODE)) {
 		dput(parent);
 		return 1;
 	}
@@ -318,7 +341,8 @@ static int incfs_file_open(struct inode *inode, struct file *file)
  * only wait killably, since an error from it becomes SIGBUS in a page
  * fault.  Returns how many of the @count bytes at @pos may be read: up to
  * the first absent block after present ones, 0 at the end of the file, or
- * the error of the first block.
+ * the error of the first block, which the read log records: the reader
+ * asked for it, though it never reaches read_folio().
  */
 static ssize_t wait_blocks(struct incfs_node *node, loff_t pos, size_t count)
 {
@@ -336,8 +360,10 @@ static ssize_t wait_blocks(struct incfs_node *node, loff_t pos, size_t count)
 		err = incfs_wait_block(node, i, INCFS_WAIT_INTERRUPTIBLE, &bme);
 		if (!err)
 			continue;
-		if (i == first)
+		if (i == first) {
+			incfs_log_reads(node->mi, node->ino, i, 1);
 			return err;
+		}
 		return ((loff_t)i << PAGE_SHIFT) - pos;
 	}
 	return end - pos;
@@ -383,6 +409,7 @@ static int incfs_read_folio(struct file *file, struct folio *folio)
 	struct incfs_blockmap_entry bme;
 	int err;
 
+	incfs_log_reads(incfs_sb(inode->i_sb), incfs_node(inode)->ino, folio->index, 1);
 	do {
 		err = incfs_wait_block(incfs_node(inode), folio->index,
 				       INCFS_WAIT_KILLABLE, &bme);
@@ -433,6 +460,9 @@ static bool joins_group(struct incfs_node *node, u32 index,
 static void end_group(struct inode *inode, struct ra_group *g,
 		      struct incfs_bf_span *span, bool random)
 {
+	if (g->n)
+		incfs_log_reads(incfs_sb(inode->i_sb), incfs_node(inode)->ino,
+				g->folios[0]->index, g->n);
 	if (g->n && g->packed)
 		incfs_read_packed(inode, g->folios, g->bmes, g->n, span, random);
 	else if (g->n)

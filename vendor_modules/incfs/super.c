@@ -20,14 +20,16 @@ struct incfs_fs_context {
 	struct file *bf;
 	unsigned int timeout_ms;
 	unsigned int max_blockmap_mb;
+	unsigned int read_log_records;
 };
 
-enum { OPT_BACKING_FD, OPT_READ_TIMEOUT_MS, OPT_MAX_BLOCKMAP_MB };
+enum { OPT_BACKING_FD, OPT_READ_TIMEOUT_MS, OPT_MAX_BLOCKMAP_MB, OPT_READ_LOG_RECORDS };
 
 static const struct fs_parameter_spec incfs_param_specs[] = {
 	fsparam_fd("backing_fd", OPT_BACKING_FD),
 	fsparam_u32("read_timeout_ms", OPT_READ_TIMEOUT_MS),
 	fsparam_u32("max_blockmap_mb", OPT_MAX_BLOCKMAP_MB),
+	fsparam_u32("read_log_records", OPT_READ_LOG_RECORDS),
 	/* The spelling of the 2019 documentation. */
 	fsparam_u32("read_timeout_msc", OPT_READ_TIMEOUT_MS),
 	{}
@@ -103,6 +105,11 @@ static int incfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	case OPT_MAX_BLOCKMAP_MB:
 		ctx->max_blockmap_mb = result.uint_32;
 		return 0;
+	case OPT_READ_LOG_RECORDS:
+		if (result.uint_32 > INCFS_MAX_READ_LOG)
+			return invalfc(fc, "read_log_records is at most %lu", INCFS_MAX_READ_LOG);
+		ctx->read_log_records = result.uint_32;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -129,13 +136,22 @@ static struct incfs_mount *mount_alloc(struct super_block *sb,
 	init_waitqueue_head(&mi->pending_wq);
 	INIT_DELAYED_WORK(&mi->flush_work, incfs_flush_worker);
 	mi->dirty = kvcalloc(INCFS_MAX_DIRTY, sizeof(*mi->dirty), GFP_KERNEL);
-	if (!mi->dirty || incfs_tree_init(mi)) {
-		kvfree(mi->dirty);
-		put_cred(mi->cred);
-		kfree(mi);
-		return NULL;
-	}
+	if (!mi->dirty)
+		goto err_dirty;
+	if (incfs_log_init(mi, ctx->read_log_records))
+		goto err_log;
+	if (incfs_tree_init(mi))
+		goto err_tree;
 	return mi;
+
+err_tree:
+	incfs_log_free(mi);
+err_log:
+	kvfree(mi->dirty);
+err_dirty:
+	put_cred(mi->cred);
+	kfree(mi);
+	return NULL;
 }
 
 static void mount_free(struct incfs_mount *mi)
@@ -155,6 +171,7 @@ static void mount_free(struct incfs_mount *mi)
 	}
 	incfs_bf_close_readers(mi);
 	incfs_tree_free(mi);
+	incfs_log_free(mi);
 	kvfree(mi->dirty);
 	put_cred(mi->cred);
 	kfree(mi);
@@ -205,6 +222,7 @@ static const struct super_operations incfs_sops = {
 static int incfs_fill_super(struct super_block *sb, struct fs_context *fc)
 {
 	struct incfs_fs_context *ctx = fc->fs_private;
+	struct incfs_node *named;
 	struct incfs_mount *mi;
 	struct inode *root;
 	int err;
@@ -246,6 +264,19 @@ static int incfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	err = incfs_scan(mi);
 	if (err)
 		return err;
+	/*
+	 * .log is reserved in the root since the read log came; an image
+	 * that named a file so before keeps it, and has no read log.
+	 */
+	mutex_lock(&mi->tree_mutex);
+	named = incfs_tree_lookup(mi->root, INCFS_LOG_FILENAME,
+				  strlen(INCFS_LOG_FILENAME));
+	mutex_unlock(&mi->tree_mutex);
+	if (named && incfs_log_on(mi)) {
+		pr_info("incfs: %pD: the root has a file named %s; no read log\n",
+			mi->bf, INCFS_LOG_FILENAME);
+		incfs_log_free(mi);
+	}
 
 	root = incfs_iget(sb, mi->root);
 	if (IS_ERR(root))
@@ -282,6 +313,7 @@ static int incfs_init_fs_context(struct fs_context *fc)
 		return -ENOMEM;
 	ctx->timeout_ms = INCFS_DEFAULT_TIMEOUT_MS;
 	ctx->max_blockmap_mb = INCFS_DEFAULT_MAX_BLOCKMAP_MB;
+	ctx->read_log_records = INCFS_DEFAULT_READ_LOG;
 	fc->fs_private = ctx;
 	fc->ops = &incfs_context_ops;
 	return 0;

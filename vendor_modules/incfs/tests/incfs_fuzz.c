@@ -3397,6 +3397,8 @@ static void op_name(struct ops *o, int type)
 		exp = -EINVAL;
 	else if (pn.readable < name_len)
 		exp = -EFAULT;
+	else if (type == DA_ADD && dir == ROOT_INO && name_len == 4 && !memcmp(name, ".log", 4))
+		exp = -EEXIST;	/* the read log's name, refused before the rules */
 	else
 		exp = m_rules(&o->m, type, dir, child, name, name_len, &bug);
 	got = ioctl(o->cmd, INCFS_IOC_PROCESS_INSTRUCTION, pi.p) ? -errno : 0;

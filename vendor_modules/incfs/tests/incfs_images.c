@@ -1541,6 +1541,63 @@ TEST_F(images, inode_number_past_the_bound)
 }
 
 /*
+ * An image made before the read log may name a root file ".log": it keeps
+ * the file, which reads as before, and the mount has no read log (a kernel
+ * line says so).  Made by renaming a root ".lof" in the image's record.
+ */
+TEST_F(images, a_root_file_named_log_keeps_its_name_without_a_read_log)
+{
+	struct wblk b = { 0, 0, BS, false };
+	struct d_dir_action *da;
+	unsigned char expect[BS], got[BS];
+	char path[PATH_MAX], img[128], last[256] = "";
+	const struct rec *r;
+	struct image *im;
+	uint64_t ino;
+	int cmd, fd, klog;
+
+	snprintf(img, sizeof(img), "%s/log-image", self->dir);
+	ASSERT_EQ(0, image_write(img, NULL, 0));
+	ASSERT_EQ(0, mount_image(img, self->mnt));
+	cmd = open_cmd(self->mnt);
+	ASSERT_LE(0, cmd);
+	ASSERT_EQ(0, new_file(cmd, S_IFREG | 0555, BS, &ino));
+	ASSERT_EQ(0, name_op(cmd, INCFS_INSTRUCTION_ADD_DIR_ENTRY, ROOT_INO, ino, ".lof"));
+	b.ino = ino;
+	ASSERT_EQ(0, write_blocks(cmd, &b, 1));
+	close(cmd);
+	ASSERT_EQ(0, umount_image(self->mnt));
+
+	im = image_read(img);
+	ASSERT_NE(NULL, im);
+	ASSERT_EQ(0, image_parse(im)) TH_LOG("%s", im->err);
+	r = find_da(im, DA_ADD, ".lof");
+	ASSERT_NE(NULL, r);
+	da = (struct d_dir_action *)(im->buf + r->off);
+	da->name[3] = 'g';
+	fix_crc(im, r);
+	ASSERT_EQ(0, image_write(img, im->buf, im->len));
+	image_free(im);
+
+	klog = klog_open();
+	ASSERT_LE(0, klog);
+	ASSERT_EQ(0, mount_image(img, self->mnt));
+	EXPECT_EQ(1, klog_new_lines(klog, "no read log", last, sizeof(last)));
+	close(klog);
+	snprintf(path, sizeof(path), "%s/.log", self->mnt);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd) TH_LOG("open %s: %s", path, strerror(errno));
+	gen(ino, 0, expect, BS);
+	EXPECT_EQ(BS, pread(fd, got, BS, 0));
+	EXPECT_EQ(0, memcmp(expect, got, BS));
+	EXPECT_EQ(-1, ioctl(fd, INCFS_IOC_READ_LOG_STATE, &(struct incfs_read_log_state){}));
+	EXPECT_EQ(ENOTTY, errno);
+	close(fd);
+	EXPECT_EQ(0, umount_image(self->mnt));
+	unlink(img);
+}
+
+/*
  * NEW_FILE after the image's largest number: the last number is given,
  * the one past it refused with ENOSPC before anything is written, and the
  * image still mounts (two records with one number would not).

@@ -223,9 +223,9 @@ static int walk(struct tree *t, const char *dir, int parent)
 				prog, path);
 			continue;
 		}
-		if (parent < 0 && !strcmp(name, ".cmd")) {
-			fprintf(stderr, "%s: %s: the name .cmd is reserved in the root\n",
-				prog, path);
+		if (parent < 0 && (!strcmp(name, ".cmd") || !strcmp(name, ".log"))) {
+			fprintf(stderr, "%s: %s: the name %s is reserved in the root\n",
+				prog, path, name);
 			continue;
 		}
 		idx = add_node(t, path, parent, &st);

@@ -27,6 +27,9 @@
 
 #define INCFS_IOCTL_BASE_CODE 'g'
 
+/* The read log's file in the mount root (see "the read log" below). */
+#define INCFS_LOG_FILENAME ".log"
+
 /* ===== ioctl requests on the .cmd file ===== */
 
 /* Change the namespace: create files and directories, add and remove names. */
@@ -149,5 +152,56 @@ struct incfs_instruction {
 		__u8 reserved[64];
 	};
 };
+
+/* ===== the read log: the .log file in the mount root ===== */
+
+/*
+ * One block read: read() on .log returns an array of these, oldest first.
+ * A block is logged when a reader asks incfs for it, that is when it is not
+ * in the page cache, whether it is present or still to be delivered.
+ */
+struct incfs_read_log_record {
+	/* Inode number of the file read. */
+	__aligned_u64 file_ino;
+
+	/* CLOCK_MONOTONIC time of the read, in microseconds. */
+	__aligned_u64 timestamp_us;
+
+	/* Index of the block read. */
+	__u32 block_index;
+
+	/* The reader's uid, in the mount's user namespace (overflowuid if none). */
+	__u32 uid;
+
+	/* The reader's process id, in the initial pid namespace. */
+	__u32 pid;
+
+	__u32 reserved;
+};
+
+/* Argument of INCFS_IOC_READ_LOG_STATE. */
+struct incfs_read_log_state {
+	/* Records logged since the mount. */
+	__aligned_u64 logged;
+
+	/* Number (from 0) of the record this open file reads next. */
+	__aligned_u64 position;
+
+	/*
+	 * Records this open file lost: overwritten in the ring before it read
+	 * them.  Its reads skip from the last record it read to the oldest
+	 * record the ring still holds.
+	 */
+	__aligned_u64 lost;
+
+	/* Records the ring holds (the mount option read_log_records). */
+	__u32 capacity;
+
+	__u32 reserved;
+};
+
+/* On an open .log: where this reader stands. */
+#define INCFS_IOC_READ_LOG_STATE \
+	_IOR(INCFS_IOCTL_BASE_CODE, 64, struct incfs_read_log_state)
 
 #endif /* _UAPI_LINUX_INCREMENTALFS_H */
