@@ -505,6 +505,105 @@ TEST_F(ldr, dir_tree_with_hard_links)
 	EXPECT_LE(8, summary(self->out, "blocks_lz4"));
 }
 
+/* pread() one block of @path with readahead off; 0 or -errno. */
+static int read_one_block(const char *path, __u32 block)
+{
+	char buf[INCFS_BS];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	if (pread(fd, buf, sizeof(buf), (off_t)block * INCFS_BS) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/*
+ * --learn-hot: the blocks read after a load, each once at its first read,
+ * in that order, as hot lines by path; the file is a valid --hot list.
+ */
+TEST_F(ldr, learned_hot_list_names_the_blocks_read_in_order)
+{
+	struct incfs_file a = { .size = 16 * INCFS_BS, .seed = 31 };
+	struct incfs_file b = { .size = 8 * INCFS_BS, .seed = 32 };
+	char hot[224], *text;
+	int st;
+
+	snprintf(hot, sizeof(hot), "%s/hot", self->top);
+	ASSERT_EQ(0, mkdir(at(self->src, "d"), 0755));
+	ASSERT_EQ(0, write_gen(at(self->src, "a"), &a, 0644)) TH_LOG("%s", incfs_err);
+	ASSERT_EQ(0, write_gen(at(self->src, "d/b"), &b, 0644)) TH_LOG("%s", incfs_err);
+	st = incfs_wait_child(SPAWN(self, -1, "--dir", self->src, "--mount", self->mnt,
+				    "--backing", self->backing, "--read-log-records", "64"),
+			      60000);
+	if (st)
+		log_output(_metadata, self);
+	ASSERT_EQ(0, st) TH_LOG("loader: %s", incfs_strerr(st));
+
+	ASSERT_EQ(0, read_one_block(at(self->mnt, "d/b"), 3));
+	for (__u32 i = 5; i < 8; i++)
+		ASSERT_EQ(0, read_one_block(at(self->mnt, "a"), i));
+	ASSERT_EQ(0, read_one_block(at(self->mnt, "d/b"), 3));
+	ASSERT_EQ(0, read_one_block(at(self->mnt, "a"), 0));
+
+	st = incfs_wait_child(SPAWN(self, -1, "--learn-hot", hot, "--attach", self->mnt), 30000);
+	if (st)
+		log_output(_metadata, self);
+	ASSERT_EQ(0, st) TH_LOG("--learn-hot: %s", incfs_strerr(st));
+	text = gki_read_file(hot, NULL);
+	ASSERT_NE(NULL, text);
+	EXPECT_STREQ("# learned from the read log by incfs-loader --learn-hot\n"
+		     "hot d/b 3 1\n"
+		     "hot a 5 3\n"
+		     "hot a 0 1\n", text);
+	free(text);
+
+	/* The next install takes it as its hot list. */
+	ASSERT_EQ(0, umount(self->mnt));
+	ASSERT_EQ(0, unlink(self->backing));
+	st = incfs_wait_child(SPAWN(self, -1, "--dir", self->src, "--hot", hot, "--mount",
+				    self->mnt, "--backing", self->backing), 60000);
+	if (st)
+		log_output(_metadata, self);
+	EXPECT_EQ(0, st) TH_LOG("loader with the learned list: %s", incfs_strerr(st));
+	EXPECT_EQ(0, check_gen(at(self->mnt, "a"), &a)) TH_LOG("%s", incfs_err);
+}
+
+/* Without a read log, or with nowhere to write: one message, the exit code, no file. */
+TEST_F(ldr, learn_hot_fails_with_one_message)
+{
+	struct incfs_file a = { .size = 2 * INCFS_BS, .seed = 33 };
+	char hot[224], msg[512];
+	int st;
+
+	ASSERT_EQ(0, write_gen(at(self->src, "a"), &a, 0644)) TH_LOG("%s", incfs_err);
+	st = incfs_wait_child(SPAWN(self, -1, "--dir", self->src, "--mount", self->mnt,
+				    "--backing", self->backing, "--read-log-records", "0"),
+			      60000);
+	ASSERT_EQ(0, st) TH_LOG("loader: %s", incfs_strerr(st));
+
+	snprintf(hot, sizeof(hot), "%s/hot", self->top);
+	st = incfs_wait_child(SPAWN(self, -1, "--learn-hot", hot, "--attach", self->mnt), 30000);
+	EXPECT_EQ(3, st) TH_LOG("no read log: %s", incfs_strerr(st));
+	EXPECT_TRUE(one_message(self->err, msg, sizeof(msg))) TH_LOG("stderr: %s", msg);
+	EXPECT_EQ(-1, access(hot, F_OK));
+
+	ASSERT_EQ(0, umount(self->mnt));
+	st = incfs_wait_child(SPAWN(self, -1, "--dir", self->src, "--mount", self->mnt,
+				    "--backing", self->backing), 60000);
+	ASSERT_EQ(0, st) TH_LOG("loader: %s", incfs_strerr(st));
+	snprintf(hot, sizeof(hot), "%s/no-such-dir/hot", self->top);
+	st = incfs_wait_child(SPAWN(self, -1, "--learn-hot", hot, "--attach", self->mnt), 30000);
+	EXPECT_EQ(7, st) TH_LOG("unwritable: %s", incfs_strerr(st));
+	EXPECT_TRUE(one_message(self->err, msg, sizeof(msg))) TH_LOG("stderr: %s", msg);
+
+	st = incfs_wait_child(SPAWN(self, -1, "--learn-hot", hot, "--dir", self->src), 30000);
+	EXPECT_EQ(1, st) TH_LOG("without --attach: %s", incfs_strerr(st));
+	EXPECT_TRUE(one_message(self->err, msg, sizeof(msg))) TH_LOG("stderr: %s", msg);
+}
+
 TEST_F(ldr, manifest_blob_over_a_pipe)
 {
 	struct mapp m;

@@ -14,6 +14,7 @@ enum {
 	EX_NAMES = 4,		/* an instruction failed, or a name conflicts */
 	EX_BLOCK = 5,		/* the kernel rejected a block */
 	EX_INTERNAL = 6,	/* out of memory and the like */
+	EX_OUTPUT = 7,		/* --learn-hot's file cannot be written */
 };
 
 /*

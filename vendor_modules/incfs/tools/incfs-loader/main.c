@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "app.h"
 #include "errors.h"
+#include "learn.h"
 #include "load.h"
 #include "names.h"
 #include "options.h"
@@ -32,17 +34,19 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: incfs-loader (--dir SRC [--hot FILE] | --manifest FILE --blob SOURCE)\n"
-		"                    (--mount DIR --backing IMG [--timeout-ms N] [--umount] |\n"
+		"                    (--mount DIR --backing IMG [--timeout-ms N] [--umount]\n"
+		"                     [--read-log-records N] |\n"
 		"                     --attach DIR [--backing IMG])\n"
 		"                    [--rate BYTES_PER_S] [--latency MS]\n"
 		"                    [--exit-when-done | --serve] [--json]\n"
+		"       incfs-loader --learn-hot FILE --attach DIR\n"
 		"SOURCE: a file, '-' (stdin) or unix:PATH (a stream socket).\n"
 		"See README.md for the manifest format and the exit codes.\n");
 }
 
 enum { OPT_DIR = 256, OPT_MANIFEST, OPT_BLOB, OPT_HOT, OPT_MOUNT, OPT_ATTACH, OPT_BACKING,
        OPT_TIMEOUT, OPT_RATE, OPT_LATENCY, OPT_EXIT, OPT_SERVE, OPT_JSON, OPT_UMOUNT,
-       OPT_HELP };
+       OPT_LEARN_HOT, OPT_READ_LOG, OPT_HELP };
 
 static const struct option long_opts[] = {
 	{ "dir", required_argument, NULL, OPT_DIR },
@@ -59,6 +63,8 @@ static const struct option long_opts[] = {
 	{ "serve", no_argument, NULL, OPT_SERVE },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "umount", no_argument, NULL, OPT_UMOUNT },
+	{ "learn-hot", required_argument, NULL, OPT_LEARN_HOT },
+	{ "read-log-records", required_argument, NULL, OPT_READ_LOG },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ }
 };
@@ -78,6 +84,7 @@ static int parse_opts(int argc, char **argv, struct ld_opts *o)
 	int c;
 
 	o->timeout_ms = DEFAULT_TIMEOUT_MS;
+	o->read_log_records = -1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (c) {
@@ -92,6 +99,14 @@ static int parse_opts(int argc, char **argv, struct ld_opts *o)
 			break;
 		case OPT_HOT:
 			o->hot = optarg;
+			break;
+		case OPT_LEARN_HOT:
+			o->learn_hot = optarg;
+			break;
+		case OPT_READ_LOG:
+			if (!parse_num(optarg, UINT32_MAX, &v) || v != (long)v)
+				return ld_error(EX_USAGE, "bad --read-log-records: %s", optarg);
+			o->read_log_records = v;
 			break;
 		case OPT_MOUNT:
 			o->mount = optarg;
@@ -139,6 +154,14 @@ static int parse_opts(int argc, char **argv, struct ld_opts *o)
 	}
 	if (optind != argc)
 		return ld_error(EX_USAGE, "unexpected argument: %s", argv[optind]);
+	if (o->learn_hot) {
+		if (!o->attach || o->dir || o->manifest || o->blob || o->hot || o->mount ||
+		    o->backing || o->serve || o->json || o->umount || o->rate || o->latency ||
+		    o->read_log_records >= 0)
+			return ld_error(EX_USAGE, "--learn-hot FILE takes --attach DIR and "
+					"nothing else");
+		return 0;
+	}
 	if (!!o->dir == !!o->manifest)
 		return ld_error(EX_USAGE, "give either --dir or --manifest");
 	if (!!o->manifest != !!o->blob)
@@ -151,19 +174,24 @@ static int parse_opts(int argc, char **argv, struct ld_opts *o)
 		return ld_error(EX_USAGE, "--mount needs --backing");
 	if (o->umount && !o->mount)
 		return ld_error(EX_USAGE, "--umount goes with --mount");
+	if (o->read_log_records >= 0 && !o->mount)
+		return ld_error(EX_USAGE, "--read-log-records goes with --mount");
 	return 0;
 }
 
 static int do_mount(const struct ld_opts *o)
 {
-	char opts[64];
-	int fd, ret = 0;
+	char opts[96];
+	int fd, ret = 0, len;
 
 	fd = open(o->backing, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return ld_error(EX_MOUNT, "cannot open the backing file %s: %s", o->backing,
 				strerror(errno));
-	snprintf(opts, sizeof(opts), "backing_fd=%d,read_timeout_ms=%d", fd, o->timeout_ms);
+	len = snprintf(opts, sizeof(opts), "backing_fd=%d,read_timeout_ms=%d", fd, o->timeout_ms);
+	if (o->read_log_records >= 0)
+		snprintf(opts + len, sizeof(opts) - len, ",read_log_records=%ld",
+			 o->read_log_records);
 	if (mount(INCFS_NAME, o->mount, INCFS_NAME, 0, opts))
 		ret = ld_error(EX_MOUNT, "cannot mount incfs on %s (backing %s): %s%s", o->mount,
 			       o->backing, strerror(errno),
@@ -210,6 +238,12 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	ret = parse_opts(argc, argv, &o);
+	if (!ret && o.learn_hot) {
+		ret = learn_hot(o.attach, o.learn_hot);
+		if (ret)
+			fprintf(stderr, "incfs-loader: %s\n", ld_error_message());
+		return -ret;
+	}
 	if (!ret)
 		ret = read_app(&a, &o);
 	x.rate = o.rate;

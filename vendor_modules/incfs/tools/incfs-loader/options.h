@@ -8,9 +8,10 @@
 #include <stdbool.h>
 
 struct ld_opts {
-	const char *dir, *manifest, *blob, *hot;
+	const char *dir, *manifest, *blob, *hot, *learn_hot;
 	const char *mount, *attach, *backing;
 	int timeout_ms;
+	long read_log_records;	/* -1: the module's default */
 	double rate, latency;
 	bool serve, json, umount;
 };
