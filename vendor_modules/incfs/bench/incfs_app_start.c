@@ -6,11 +6,14 @@
  * exec'd from incfs at once.  Its start-up reads every 20th block of the
  * resources (~5% of the app) and prints a checksum.
  *
- * Each pass runs three deliveries of the same app, interleaved, with the
- * page cache dropped (the blob's included) before each:
+ * First, a launch without a hot list records the app's reads in the read
+ * log, and `incfs-loader --learn-hot` turns them into a learned hot list.
+ * Then each pass runs four deliveries of the same app, interleaved, with
+ * the page cache dropped (the blob's included) before each:
  *
  *  - incfs, the manifest's hot list naming the executable's loaded
- *    segments and the blocks start-up reads;
+ *    segments and the blocks start-up reads, written from exact knowledge;
+ *  - incfs with the learned hot list instead;
  *  - incfs without a hot list: only the app's pending reads put its
  *    blocks ahead of the bulk (file order);
  *  - ext4, what a user waits for without incfs: the whole app copied from
@@ -23,6 +26,7 @@
  *   app_first_output_ms            incfs: loader start -> the app's first output
  *   app_first_output_ratio         their ratio; the target is < 0.15
  *   app_pending_median_us          the loader's median pending-read service time
+ *   app_*_learned_*                the same with the learned hot list
  *   app_*_nohot_*                  the same without a hot list
  *   app_ext4_download_ms           the copy to ext4 at the same rate
  *   app_ext4_exec_ms               exec from ext4 right after it -> first output
@@ -37,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -59,6 +64,7 @@
 #define PASSES		5
 
 static char dir[128], mnt[160], blob[160], manifest[160], manifest_nohot[160];
+static char learned[160], manifest_learned[160];
 static char backing[160], out[160], err[160], ext4app[160];
 static uint8_t *exe;
 static size_t exe_size;
@@ -295,9 +301,10 @@ static pid_t start_loader(const char *man)
 	if (dup2(open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), 1) < 0 ||
 	    dup2(open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644), 2) < 0)
 		child_die("loader output");
+	/* A ring for every block of the app: the first launch is learned whole. */
 	execl(LOADER, LOADER, "--manifest", man, "--blob", blob, "--mount", mnt,
 	      "--backing", backing, "--rate", rate, "--timeout-ms", "30000", "--json",
-	      (char *)NULL);
+	      "--read-log-records", "32768", (char *)NULL);
 	child_die(LOADER);
 }
 
@@ -335,7 +342,49 @@ struct incfs_run {
 	double pending_us;	/* the loader's median pending-read service time */
 };
 
-static struct incfs_run incfs_pass(const char *man, const char *label, const char *expected)
+/* incfs-loader --learn-hot learned --attach mnt: the hot list of the reads so far. */
+static void learn_hot(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		gki_die("fork");
+	if (!pid) {
+		execl(LOADER, LOADER, "--learn-hot", learned, "--attach", mnt, (char *)NULL);
+		child_die(LOADER);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		fail("incfs-loader --learn-hot failed");
+}
+
+/* The manifest without a hot list, plus the learned one. */
+static void write_learned_manifest(void)
+{
+	FILE *m = fopen(manifest_learned, "w"), *in;
+	char line[256];
+	int lines = 0;
+
+	if (!m)
+		gki_die(manifest_learned);
+	write_names(m);
+	in = fopen(learned, "r");
+	if (!in)
+		gki_die(learned);
+	while (fgets(line, sizeof(line), in)) {
+		lines += !strncmp(line, "hot ", 4);
+		fputs(line, m);
+	}
+	if (ferror(in) || fclose(in) || fclose(m))
+		gki_die(manifest_learned);
+	printf("# learned hot list: %d runs\n", lines);
+	if (!lines)
+		fail("the learned hot list is empty");
+}
+
+/* One delivery of man while the app starts; with @learn, learn its hot list too. */
+static struct incfs_run incfs_pass(const char *man, const char *label, const char *expected,
+				   bool learn)
 {
 	struct incfs_run r;
 	char last[256];
@@ -365,6 +414,8 @@ static struct incfs_run incfs_pass(const char *man, const char *label, const cha
 	printf("# %s: first output %.0f ms, every block %.0f ms, %.0f pending reads\n", label,
 	       r.first_ms, r.full_ms, json_value("pending_served"));
 	fflush(stdout);
+	if (learn)
+		learn_hot();
 	if (umount(mnt))
 		gki_die("umount");
 	unlink_if_there(backing);
@@ -512,6 +563,8 @@ static void set_paths(void)
 	snprintf(blob, sizeof(blob), "%s/blob", dir);
 	snprintf(manifest, sizeof(manifest), "%s/manifest", dir);
 	snprintf(manifest_nohot, sizeof(manifest_nohot), "%s/manifest-nohot", dir);
+	snprintf(learned, sizeof(learned), "%s/hot-learned", dir);
+	snprintf(manifest_learned, sizeof(manifest_learned), "%s/manifest-learned", dir);
 	snprintf(backing, sizeof(backing), "%s/backing.img", dir);
 	snprintf(out, sizeof(out), "%s/loader.json", dir);
 	snprintf(err, sizeof(err), "%s/loader.err", dir);
@@ -526,6 +579,7 @@ int main(int argc, char **argv)
 	double nh_first[PASSES], nh_full[PASSES], nh_ratio[PASSES], nh_pending[PASSES];
 	double e_dl[PASSES], e_exec[PASSES], e_total[PASSES], e_cold[PASSES];
 	double vs_ext4[PASSES], nh_vs_ext4[PASSES];
+	double l_first[PASSES], l_ratio[PASSES], l_vs_ext4[PASSES];
 	char expected[64];
 
 	if (argc == 3 && !strcmp(argv[1], "--incfs-app"))
@@ -539,9 +593,13 @@ int main(int argc, char **argv)
 	write_app();
 	snprintf(expected, sizeof(expected), "incfs-app %016llx\n",
 		 (unsigned long long)expected_sum());
+	incfs_pass(manifest_nohot, "first launch, learning its hot list", expected, true);
+	write_learned_manifest();
 	for (int i = 0; i < PASSES; i++) {
-		struct incfs_run hot = incfs_pass(manifest, "hot list", expected);
-		struct incfs_run nohot = incfs_pass(manifest_nohot, "no hot list", expected);
+		struct incfs_run hot = incfs_pass(manifest, "hot list", expected, false);
+		struct incfs_run lhot = incfs_pass(manifest_learned, "learned hot list", expected,
+						   false);
+		struct incfs_run nohot = incfs_pass(manifest_nohot, "no hot list", expected, false);
 		struct ext4_run e = ext4_pass(expected);
 
 		first[i] = hot.first_ms;
@@ -557,6 +615,9 @@ int main(int argc, char **argv)
 		e_total[i] = e.total_ms;
 		e_cold[i] = e.cold_ms;
 		vs_ext4[i] = hot.first_ms / e.total_ms;
+		l_first[i] = lhot.first_ms;
+		l_ratio[i] = lhot.first_ms / lhot.full_ms;
+		l_vs_ext4[i] = lhot.first_ms / e.total_ms;
 		nh_vs_ext4[i] = nohot.first_ms / e.total_ms;
 	}
 	gki_bench_report("app_full_download_ms", gki_median(full, PASSES), "ms", NULL);
@@ -564,6 +625,12 @@ int main(int argc, char **argv)
 			 "app_full_download_ms");
 	gki_bench_report("app_first_output_ratio", gki_median(ratio, PASSES), "ratio", NULL);
 	gki_bench_report("app_pending_median_us", gki_median(pending, PASSES), "us", NULL);
+	gki_bench_report("app_first_output_learned_ms", gki_median(l_first, PASSES), "ms",
+			 "app_first_output_ms");
+	gki_bench_report("app_first_output_learned_ratio", gki_median(l_ratio, PASSES), "ratio",
+			 NULL);
+	gki_bench_report("app_first_output_learned_vs_ext4_ratio",
+			 gki_median(l_vs_ext4, PASSES), "ratio", NULL);
 	gki_bench_report("app_full_download_nohot_ms", gki_median(nh_full, PASSES), "ms",
 			 "app_full_download_ms");
 	gki_bench_report("app_first_output_nohot_ms", gki_median(nh_first, PASSES), "ms",

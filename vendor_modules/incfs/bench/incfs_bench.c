@@ -10,6 +10,9 @@
  *    (what incfs must do at least), and the page cache each read leaves
  *    (Cached in /proc/meminfo: incfs should cache the bytes once);
  *  - the same reads of the file stored as LZ4 blocks against uncompressed;
+ *  - the same reads with the read log on (the default) against a mount of
+ *    the same image with read_log_records=0: what logging every block
+ *    costs;
  *  - a pending-read round trip (reader blocks, loader wakes from poll(),
  *    reads .cmd, writes the block, reader returns) against a one-byte pipe
  *    ping-pong between two processes;
@@ -120,6 +123,24 @@ static void incfs_mount(struct incfs *fs, const char *name, int timeout_ms)
 	inst.dir_entry.name_len = 4;
 	if (ioctl(fs->cmd, INCFS_IOC_PROCESS_INSTRUCTION, &inst))
 		gki_die("add dir entry");
+}
+
+/* Mount fs's image again, with the read log on or off. */
+static void incfs_remount(struct incfs *fs, int log)
+{
+	char path[128], opts[96];
+
+	close(fs->cmd);
+	if (umount(fs->dir))
+		gki_die("umount");
+	snprintf(opts, sizeof(opts), "backing_fd=%d,read_timeout_ms=1000%s", fs->bfd,
+		 log ? "" : ",read_log_records=0");
+	if (mount(INCFS_NAME, fs->dir, INCFS_NAME, 0, opts))
+		gki_die("mount incfs again");
+	snprintf(path, sizeof(path), "%s/.cmd", fs->dir);
+	fs->cmd = open(path, O_RDWR);
+	if (fs->cmd < 0)
+		gki_die(path);
 }
 
 static void incfs_umount(struct incfs *fs)
@@ -279,6 +300,7 @@ static void bench_reads(void)
 	double plain_rnd[PASSES], incfs_rnd[PASSES], lz4_rnd[PASSES];
 	double plain_cache[PASSES], incfs_cache[PASSES], lz4_cache[PASSES];
 	double load_none, load_lz4, crc[PASSES], plain_crc[PASSES];
+	double nolog_seq[PASSES], nolog_rnd[PASSES], nolog_cache[PASSES];
 	struct incfs none, lz4;
 	char plain[96];
 
@@ -296,6 +318,10 @@ static void bench_reads(void)
 		plain_rnd[i] = random_read_ms(plain);
 		incfs_rnd[i] = random_read_ms(none.file);
 		lz4_rnd[i] = random_read_ms(lz4.file);
+		incfs_remount(&none, 0);
+		nolog_seq[i] = seq_read_ms(none.file, &nolog_cache[i]);
+		nolog_rnd[i] = random_read_ms(none.file);
+		incfs_remount(&none, 1);
 		crc[i] = crc32_ms();
 		plain_crc[i] = plain_seq[i] + crc[i];
 	}
@@ -323,6 +349,13 @@ static void bench_reads(void)
 			 "ext4_random_read_ms");
 	gki_bench_report("incfs_lz4_random_read_ms", gki_median(lz4_rnd, PASSES), "ms",
 			 "incfs_random_read_ms");
+	gki_bench_report("incfs_seq_read_log_off_ms", gki_median(nolog_seq, PASSES), "ms", NULL);
+	gki_bench_report("incfs_seq_read_log_on_ms", gki_median(incfs_seq, PASSES), "ms",
+			 "incfs_seq_read_log_off_ms");
+	gki_bench_report("incfs_random_read_log_off_ms", gki_median(nolog_rnd, PASSES), "ms",
+			 NULL);
+	gki_bench_report("incfs_random_read_log_on_ms", gki_median(incfs_rnd, PASSES), "ms",
+			 "incfs_random_read_log_off_ms");
 	incfs_umount(&none);
 	incfs_umount(&lz4);
 	unlink(plain);
