@@ -27,6 +27,10 @@
  * exist; the mount is checked against it as it runs and after a remount,
  * where the oracle also replays the image the kernel wrote.
  *
+ * Concurrency.  Readers in child processes, signalled at random, read
+ * files on the ext4 scratch disk while their blocks arrive in a random
+ * order and a child drains the read log; a forced unmount ends it.
+ *
  * Environment (gki qemu --env NAME=VALUE): INCFS_FUZZ_IMAGES, images over
  * the image families (default FZ_IMAGES); INCFS_FUZZ_OPS, operations over
  * the .cmd tests (default FZ_OPS); INCFS_FUZZ_SEED (default FZ_SEED);
@@ -4406,6 +4410,194 @@ static void craft_name(struct craft *c, uint8_t type, uint64_t dir, uint64_t chi
  * are its regression tests, and the fuzzer keeps making the shape
  * (op_name(), image_iteration()).
  */
+/* ===== concurrency: readers, signals, the read log, a forced unmount ===== */
+
+#define CC_FILES	3
+#define CC_BLOCKS	48
+#define CC_READERS	4
+#define CC_TIMEOUT_MS	300	/* some reads time out before their block comes */
+
+/* A handler that does nothing: the signal only interrupts a waiting read. */
+static void cc_on_signal(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A reader: random preads of 1 to 8 blocks of a random file, until the
+ * mount is gone (an open that fails).  Each returns the file's bytes (a
+ * short read ends at an absent block), or ETIME, EINTR or ENODEV.  Exits 0,
+ * or 1 on any other answer, which it prints.
+ */
+static _Noreturn void cc_reader(const char *mnt, const struct incfs_file *files, uint64_t seed,
+				int id)
+{
+	struct sigaction sa = { .sa_handler = cc_on_signal, .sa_flags = id % 2 ? SA_RESTART : 0 };
+	static unsigned char buf[8 * BS], want[8 * BS];
+	struct rng r = rng_at(seed, 90 + id, 0);
+	char path[160];
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	for (;;) {
+		int k = below(&r, CC_FILES);
+		const struct incfs_file *f = &files[k];
+		uint64_t off = below(&r, incfs_nblocks(f->size)) * BS;
+		size_t len = (1 + below(&r, 8)) * BS;
+		ssize_t got;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/f%d", mnt, k);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(errno == ENOENT || errno == ENODEV ? 0 : 1);
+		if (len > f->size - off)
+			len = f->size - off;
+		got = pread(fd, buf, len, off);
+		close(fd);
+		if (got < 0 && errno != ETIME && errno != EINTR && errno != ENODEV) {
+			fprintf(stderr, "# reader %d: pread %s at %llu: %s\n", id, path,
+				(unsigned long long)off, strerror(errno));
+			_exit(1);
+		}
+		if (got > 0) {
+			incfs_fill(f, off, got, want);
+			if (memcmp(buf, want, got)) {
+				fprintf(stderr, "# reader %d: %s at %llu: wrong bytes\n", id, path,
+					(unsigned long long)off);
+				_exit(1);
+			}
+		}
+	}
+}
+
+/* A reader of .log: every record names a block of one of the files, read by a reader. */
+static _Noreturn void cc_log_reader(const char *mnt, const struct incfs_file *files)
+{
+	struct incfs_read_log_record recs[64];
+	char path[160];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.log", mnt);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		_exit(2);
+	for (;;) {
+		ssize_t got = read(fd, recs, sizeof(recs));
+
+		if (got == 0)
+			_exit(0);	/* the forced unmount */
+		if (got < 0 || got % sizeof(recs[0]))
+			_exit(3);
+		for (size_t i = 0; i < got / sizeof(recs[0]); i++) {
+			int k = 0;
+
+			while (k < CC_FILES && files[k].ino != recs[i].file_ino)
+				k++;
+			if (k == CC_FILES || recs[i].block_index >= incfs_nblocks(files[k].size) ||
+			    !recs[i].pid) {
+				fprintf(stderr, "# .log: record of ino %llu block %u pid %u\n",
+					(unsigned long long)recs[i].file_ino,
+					recs[i].block_index, recs[i].pid);
+				_exit(4);
+			}
+		}
+	}
+}
+
+/*
+ * Readers in child processes read files whose blocks arrive in random
+ * order and batches, on the ext4 scratch disk (direct reads and their
+ * completion worker); they are signalled at random, with and without
+ * SA_RESTART; a child drains the read log meanwhile; and a forced unmount
+ * ends it all while reads still wait.  Every read gets the right bytes or
+ * a documented error, every child ends, and the kernel log stays clean.
+ */
+TEST_F_TIMEOUT(cmdfuzz, concurrent_readers_signals_and_forced_unmount, 300)
+{
+	struct incfs_file files[CC_FILES];
+	pid_t kids[CC_READERS + 1];
+	char top[160], mnt[192], img[192];
+	struct fz z;
+	struct rng r;
+	struct incfs_mnt m = { .cmd = -1 };
+	uint32_t order[CC_FILES * CC_BLOCKS];
+	int n = 0, sent, rounds;
+
+	fz_init(&z, "concurrent_readers_signals_and_forced_unmount");
+	r = rng_at(z.cfg.seed, 89, 0);
+	snprintf(top, sizeof(top), "%s/fzcc.XXXXXX", incfs_scratch());
+	ASSERT_NE(NULL, mkdtemp(top)) TH_LOG("mkdtemp %s: %s", top, strerror(errno));
+	snprintf(mnt, sizeof(mnt), "%s/mnt", top);
+	snprintf(img, sizeof(img), "%s/image", top);
+	ASSERT_EQ(0, mkdir(mnt, 0755));
+	snprintf(m.dir, sizeof(m.dir), "%s", mnt);
+	snprintf(m.backing, sizeof(m.backing), "%s", img);
+	ASSERT_EQ(0, incfs_mount(&m, CC_TIMEOUT_MS)) TH_LOG("%s", incfs_err);
+	for (int i = 0; i < CC_FILES; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		ASSERT_EQ(0, incfs_make_file(m.cmd, ROOT_INO, name, &files[i],
+					     CC_BLOCKS * BS - i * 1000, rnd(&r), false))
+			TH_LOG("%s", incfs_err);
+		files[i].compressible = i == 1;
+		for (uint32_t b = 0; b < incfs_nblocks(files[i].size); b++)
+			order[n++] = i << 16 | b;
+	}
+	/* The blocks arrive in a random order. */
+	for (int i = n - 1; i > 0; i--) {
+		int j = below(&r, i + 1);
+		uint32_t t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	kids[CC_READERS] = fork();
+	ASSERT_LE(0, kids[CC_READERS]);
+	if (!kids[CC_READERS])
+		cc_log_reader(mnt, files);
+	for (int k = 0; k < CC_READERS; k++) {
+		kids[k] = fork();
+		ASSERT_LE(0, kids[k]);
+		if (!kids[k])
+			cc_reader(mnt, files, z.cfg.seed, k);
+	}
+	/* Deliver about three quarters, in random batches, signalling at random. */
+	rounds = 0;
+	for (sent = 0; sent < n * 3 / 4; rounds++) {
+		int batch = 1 + below(&r, 16);
+		const struct incfs_file *f = &files[order[sent] >> 16];
+		uint32_t blocks[16];
+		int nb = 0;
+
+		for (int i = sent; i < n && nb < batch && files[order[i] >> 16].ino == f->ino; i++)
+			blocks[nb++] = order[i] & 0xffff;
+		ASSERT_EQ(0, incfs_send(m.cmd, f, blocks, nb,
+					f->compressible ? INCFS_SEND_LZ4 : INCFS_SEND_NONE))
+			TH_LOG("%s", incfs_err);
+		sent += nb;
+		if (chance(&r, 50))
+			kill(kids[below(&r, CC_READERS)], SIGUSR1);
+		incfs_sleep_ms(below(&r, 6));
+	}
+	close(m.cmd);
+	m.cmd = -1;
+	ASSERT_EQ(0, umount2(mnt, MNT_FORCE | MNT_DETACH)) TH_LOG("%s", strerror(errno));
+	m.mounted = false;
+	for (int k = 0; k <= CC_READERS; k++) {
+		int st = incfs_wait_child(kids[k], 20000);
+
+		EXPECT_EQ(0, st) TH_LOG("%s %d: %s", k < CC_READERS ? "reader" : "log reader", k,
+					incfs_strerr(st));
+	}
+	printf("# %d blocks of %d delivered in %d batches, then a forced unmount\n", sent, n,
+	       rounds);
+	unlink(img);
+	rmdir(mnt);
+	rmdir(top);
+}
+
 TEST(bug_1_remove_of_an_absent_name_for_child_0_is_enoent)
 {
 	struct incfs_mnt m;
