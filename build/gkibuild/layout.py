@@ -26,7 +26,7 @@ class Variant:
 
 VARIANTS = {
 	# The GKI at real size (common/gki.config over alldefconfig).
-	'release': Variant('release', ('gki.config',), 1024, 300, base='alldefconfig'),
+	'release': Variant('release', ('gki.config',), 1024, 600, base='alldefconfig'),
 	# A small kernel with KASAN and lockdep, for the vendor modules and the
 	# suites (BUILD.md, "Variants"); its shadow memory and lockdep need
 	# room and time under TCG.
