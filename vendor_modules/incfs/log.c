@@ -72,17 +72,15 @@ void incfs_log_reads(struct incfs_mount *mi, u64 ino, u32 index,
 		     unsigned int n)
 {
 	struct incfs_read_log *log = &mi->log;
-	struct incfs_read_log_record rec = {
-		.file_ino = ino,
-		.timestamp_us = div_u64(ktime_get_ns(), NSEC_PER_USEC),
-		.uid = from_kuid_munged(mi->sb->s_user_ns, current_uid()),
-		.pid = task_tgid_nr(current),
-	};
+	struct incfs_read_log_record rec = { .file_ino = ino };
 	unsigned int i;
 	u32 slot;
 
 	if (!incfs_log_on(mi) || !n)
 		return;
+	rec.timestamp_us = div_u64(ktime_get_ns(), NSEC_PER_USEC);
+	rec.uid = from_kuid_munged(mi->sb->s_user_ns, current_uid());
+	rec.pid = task_tgid_nr(current);
 	spin_lock(&log->lock);
 	for (i = 0; i < n; i++) {
 		rec.block_index = index + i;
